@@ -1,0 +1,43 @@
+// The hello example's actor types.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "spotlight/codec.h"
+
+namespace hello {
+
+// A user struct crossing the wire: MSGPACK_DEFINE lists its fields.
+struct Tally {
+  int64_t value = 0;
+  int64_t calls = 0;
+  MSGPACK_DEFINE(value, calls)
+};
+
+// A lone stateful actor.
+class Counter {
+ public:
+  int64_t add(int64_t x) {
+    tally_.value += x;
+    tally_.calls += 1;
+    return tally_.value;
+  }
+  Tally get() const { return tally_; }
+
+ private:
+  Tally tally_;
+};
+
+// Stateless workers in a pool; `where` says which member ran a call.
+class Square {
+ public:
+  int64_t square(int64_t x) { return x * x; }
+  std::string where();
+  // Throws for negative input, to show errors reaching the caller.
+  double checked_sqrt(double x);
+};
+
+}  // namespace hello

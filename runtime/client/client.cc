@@ -1,0 +1,330 @@
+#include "client/client.h"
+
+#include <spdlog/spdlog.h>
+
+#include "common/ids.h"
+#include "spotlight/spotlight.h"
+
+namespace spotlight {
+namespace detail {
+
+namespace {
+constexpr size_t kBatchBytes = 1u << 20;
+}
+
+Client::Client(std::string address, ConnectOptions options)
+    : address_(std::move(address)), opt_(options), id_("client-" + common::random_id()) {
+  dealer_ = transport::make_dealer(transport::endpoint(address_), id_);
+  welcome_ = std::make_shared<FutureState>();
+  io_ = std::thread([this] { io_loop(); });
+  if (!welcome_->wait_until(std::chrono::steady_clock::now() + opt_.connect_timeout)) {
+    stop_ = true;
+    waker_.notify();
+    io_.join();
+    throw ConnectionError("no answer from a head at " + address_ + " within " +
+                          std::to_string(opt_.connect_timeout.count()) + " ms");
+  }
+}
+
+Client::~Client() {
+  stop_ = true;
+  waker_.notify();
+  io_.join();
+  std::lock_guard<std::mutex> l(mu_);
+  for (auto& [id, p] : pending_) {
+    p.state->resolve(false, "the client closed before the result came", ErrorKind::kConnection,
+                     "connection");
+  }
+}
+
+bool Client::welcomed_unlocked() {
+  std::lock_guard<std::mutex> l(mu_);
+  return welcomed_;
+}
+
+size_t Client::pending() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return pending_.size();
+}
+
+std::shared_ptr<FutureState> Client::submit(const std::string& mailbox, const std::string& method,
+                                            std::string args) {
+  auto state = std::make_shared<FutureState>();
+  bool wake;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    uint64_t id = (static_cast<uint64_t>(num_) << 40) | ++next_seq_;
+    pending_.emplace(id, Pending{state, wire::Call{id, mailbox, method, Blob{std::move(args)}}});
+    wake = outq_.empty();
+    outq_.push_back(id);
+  }
+  if (wake) waker_.notify();
+  return state;
+}
+
+std::string Client::request(wire::MsgType type, std::string packed_body,
+                            std::chrono::milliseconds timeout) {
+  auto state = std::make_shared<FutureState>();
+  uint64_t rid;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    rid = ++next_rid_;
+    control_[rid] = Control{state, wire::encode_raw(type, rid, packed_body)};
+    control_outq_.push_back(rid);
+  }
+  waker_.notify();
+  bool done = state->wait_until(std::chrono::steady_clock::now() + timeout);
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    control_.erase(rid);
+  }
+  if (!done) {
+    throw ConnectionError(std::string(wire::to_string(type)) + ": no answer from the head at " +
+                          address_ + " within " + std::to_string(timeout.count()) + " ms");
+  }
+  return state->value_or_throw();
+}
+
+void Client::say_hello() {
+  transport::send(dealer_, wire::encode(wire::HelloClient{id_}));
+  last_hello_ = last_sent_ = transport::Clock::now();
+}
+
+void Client::send_queued() {
+  std::vector<std::string> frames;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    for (uint64_t rid : control_outq_) {
+      auto it = control_.find(rid);
+      if (it != control_.end()) frames.push_back(it->second.frame);
+    }
+    control_outq_.clear();
+    if (welcomed_ && !outq_.empty()) {
+      // Pack calls straight from the pending table: one frame per ~1 MiB.
+      msgpack::sbuffer buf;
+      msgpack::packer<msgpack::sbuffer> pk(buf);
+      size_t i = 0;
+      while (i < outq_.size()) {
+        size_t end = i, bytes = 0;
+        while (end < outq_.size() && bytes < kBatchBytes) {
+          bytes += pending_.at(outq_[end]).call.args.data.size() + 64;
+          ++end;
+        }
+        buf.clear();
+        pk.pack_array(1);  // wire::Calls{calls}
+        pk.pack_array(static_cast<uint32_t>(end - i));
+        for (size_t k = i; k < end; ++k) pk.pack(pending_.at(outq_[k]).call);
+        frames.push_back(wire::encode_raw(wire::MsgType::kCalls, 0, {buf.data(), buf.size()}));
+        i = end;
+      }
+      outq_.clear();
+    }
+  }
+  for (const auto& f : frames) {
+    if (transport::send(dealer_, f)) last_sent_ = transport::Clock::now();
+  }
+}
+
+void Client::resend_everything() {
+  std::lock_guard<std::mutex> l(mu_);
+  outq_.clear();
+  for (const auto& [id, p] : pending_) outq_.push_back(id);
+  control_outq_.clear();
+  for (const auto& [rid, c] : control_) control_outq_.push_back(rid);
+}
+
+void Client::on_frame(zmq::message_t& m) {
+  using wire::MsgType;
+  wire::Envelope env = wire::decode(std::string_view(static_cast<const char*>(m.data()), m.size()));
+  auto resolve_control = [&](bool ok, std::string payload) {
+    std::lock_guard<std::mutex> l(mu_);
+    auto it = control_.find(env.request_id);
+    if (it != control_.end()) {
+      it->second.state->resolve(ok, std::move(payload), ErrorKind::kRejected, "rejected");
+    }
+  };
+  switch (env.type) {
+    case MsgType::kWelcome: {
+      auto w = env.body<wire::Welcome>();
+      bool again;
+      {
+        std::lock_guard<std::mutex> l(mu_);
+        again = welcomed_ && boot_ == w.boot;
+        if (num_ != 0 && num_ != w.client_num) {
+          spdlog::error("the head gave this client a new number: its store was replaced");
+        }
+        num_ = w.client_num;
+        welcomed_ = true;
+      }
+      if (again) break;
+      boot_ = w.boot;
+      resend_everything();  // whatever the head may not have: it drops duplicates by task id
+      welcome_->resolve(true, "");
+      break;
+    }
+    case MsgType::kHeartbeat: {
+      auto hb = env.body<wire::Heartbeat>();
+      if (hb.boot != boot_) {
+        std::lock_guard<std::mutex> l(mu_);
+        welcomed_ = false;
+      }
+      if (hb.boot != boot_) say_hello();
+      break;
+    }
+    case MsgType::kAccepted: break;  // durable now; nothing to do until the result
+    case MsgType::kResults: {
+      auto r = env.body<wire::Results>();
+      std::vector<std::pair<std::shared_ptr<FutureState>, wire::Result*>> ready;
+      {
+        std::lock_guard<std::mutex> l(mu_);
+        for (auto& res : r.results) {
+          acks_.push_back(res.id);
+          auto it = pending_.find(res.id);
+          if (it == pending_.end()) continue;  // delivered already
+          ready.emplace_back(std::move(it->second.state), &res);
+          pending_.erase(it);
+        }
+      }
+      for (auto& [state, res] : ready) {
+        state->resolve(res->ok, std::move(res->payload.data), static_cast<ErrorKind>(res->kind),
+                       res->error_type);
+      }
+      break;
+    }
+    case MsgType::kPoolCreated: {
+      auto p = env.body<wire::PoolCreated>();
+      resolve_control(p.ok, p.ok ? "" : p.error);
+      break;
+    }
+    case MsgType::kStatus:
+    case MsgType::kOk:
+      resolve_control(true, std::string(static_cast<const char*>(m.data()), m.size()));
+      break;
+    case MsgType::kError: {
+      auto e = env.body<wire::Error>();
+      if (e.code == static_cast<int32_t>(wire::ErrorCode::kUnknownPeer)) {
+        {
+          std::lock_guard<std::mutex> l(mu_);
+          welcomed_ = false;
+        }
+        if (transport::ms_since(last_hello_) > 100) say_hello();
+        resend_everything();
+      } else {
+        spdlog::warn("head reports: {}", e.message);
+        resolve_control(false, e.message);
+      }
+      break;
+    }
+    default: spdlog::warn("client: unexpected {} from head", wire::to_string(env.type));
+  }
+}
+
+void Client::io_loop() {
+  say_hello();
+  last_heard_ = transport::Clock::now();
+  zmq::pollitem_t items[] = {{dealer_.handle(), 0, ZMQ_POLLIN, 0}, {nullptr, waker_.fd(), ZMQ_POLLIN, 0}};
+  auto liveness = std::max(opt_.heartbeat * 12, std::chrono::milliseconds(3000));
+  while (!stop_.load()) {
+    try {
+      zmq::poll(items, 2, welcomed_unlocked() ? opt_.heartbeat : std::chrono::milliseconds(20));
+    } catch (const zmq::error_t& e) {
+      if (e.num() != EINTR) throw;
+    }
+    waker_.drain();
+    while (auto m = transport::try_recv(dealer_)) {
+      last_heard_ = transport::Clock::now();
+      try {
+        on_frame(*m);
+      } catch (const std::exception& e) {
+        spdlog::warn("client: bad frame from head: {}", e.what());
+      }
+    }
+    if (!acks_.empty()) {
+      transport::send(dealer_, wire::encode(wire::AckResults{std::move(acks_)}));
+      acks_.clear();
+    }
+    send_queued();
+    bool welcomed;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      welcomed = welcomed_;
+    }
+    auto now = transport::Clock::now();
+    // Until welcomed, hello again often: a hello sent before the connection was up is dropped.
+    if (!welcomed && now - last_hello_ > std::chrono::milliseconds(100)) say_hello();
+    if (welcomed && now - last_heard_ > liveness) {
+      std::lock_guard<std::mutex> l(mu_);
+      welcomed_ = false;  // the head went silent: hello again, then resend
+    }
+    if (welcomed && now - last_sent_ >= opt_.heartbeat) {
+      if (transport::send(dealer_, wire::encode(wire::Heartbeat{boot_}))) last_sent_ = now;
+    }
+  }
+}
+
+std::shared_ptr<FutureState> submit(Client& c, const std::string& mailbox, const std::string& method,
+                                    std::string args) {
+  return c.submit(mailbox, method, std::move(args));
+}
+
+}  // namespace detail
+
+// ---- Runtime -----------------------------------------------------------------
+
+Runtime connect(const std::string& address, ConnectOptions options) {
+  return Runtime(std::make_shared<detail::Client>(address, options));
+}
+
+void Runtime::create_pool(const std::string& name, const std::string& type, const Placement& where) {
+  wire::CreatePool c{name, type, where.market, where.size, where.slots_per_actor, where.prefetch};
+  client_->request(wire::MsgType::kCreatePool, pack(c), std::chrono::seconds(30));
+}
+
+ClusterStatus Runtime::status() {
+  std::string frame =
+      client_->request(wire::MsgType::kStatusRequest, pack(wire::Empty{}), std::chrono::seconds(10));
+  return wire::decode(frame).body<ClusterStatus>();
+}
+
+void Runtime::stop_cluster() {
+  client_->request(wire::MsgType::kStop, pack(wire::Empty{}), std::chrono::seconds(10));
+}
+
+namespace {
+// A throwaway DEALER: one request, one reply, no hello.
+std::string one_shot(const std::string& address, wire::MsgType type, std::chrono::milliseconds timeout) {
+  // Not immediate: the request waits in the socket until the connection is up.
+  zmq::socket_t s =
+      transport::make_dealer(transport::endpoint(address), "oneshot-" + common::random_id(), false);
+  s.set(zmq::sockopt::linger, 0);
+  transport::send(s, wire::encode_raw(type, 1, pack(wire::Empty{})));
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  zmq::pollitem_t items[] = {{s.handle(), 0, ZMQ_POLLIN, 0}};
+  while (std::chrono::steady_clock::now() < deadline) {
+    zmq::poll(items, 1, std::chrono::duration_cast<std::chrono::milliseconds>(
+                            deadline - std::chrono::steady_clock::now()));
+    while (auto m = transport::try_recv(s)) {
+      std::string frame(static_cast<const char*>(m->data()), m->size());
+      wire::Envelope env = wire::decode(frame);
+      if (env.type == wire::MsgType::kHeartbeat) continue;
+      if (env.type == wire::MsgType::kError) throw RejectedError(env.body<wire::Error>().message);
+      return frame;
+    }
+  }
+  throw ConnectionError("no answer from a head at " + address + " within " +
+                        std::to_string(timeout.count()) + " ms");
+}
+}  // namespace
+
+ClusterStatus cluster_status(const std::string& address, std::chrono::milliseconds timeout) {
+  return wire::decode(one_shot(address, wire::MsgType::kStatusRequest, timeout)).body<ClusterStatus>();
+}
+
+void stop_cluster(const std::string& address, std::chrono::milliseconds timeout) {
+  one_shot(address, wire::MsgType::kStop, timeout);
+}
+
+const std::string& Runtime::address() const { return client_->address(); }
+size_t Runtime::pending() const { return client_->pending(); }
+
+}  // namespace spotlight

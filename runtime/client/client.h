@@ -1,0 +1,78 @@
+// The driver side of the runtime: one I/O thread owns the DEALER to the head;
+// callers hand it calls through a queue and wait on futures.
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "spotlight/future.h"
+#include "spotlight/options.h"
+#include "transport/socket.h"
+#include "wire/envelope.h"
+
+namespace spotlight::detail {
+
+class Client {
+ public:
+  Client(std::string address, ConnectOptions options);
+  ~Client();
+
+  std::shared_ptr<FutureState> submit(const std::string& mailbox, const std::string& method,
+                                      std::string args);
+  // Sends a control request and waits for its reply frame; throws ConnectionError
+  // on timeout and RejectedError when the head answers with an error.
+  std::string request(wire::MsgType type, std::string packed_body,
+                      std::chrono::milliseconds timeout);
+  const std::string& address() const { return address_; }
+  size_t pending() const;
+
+ private:
+  struct Pending {
+    std::shared_ptr<FutureState> state;
+    wire::Call call;
+  };
+  struct Control {
+    std::shared_ptr<FutureState> state;
+    std::string frame;
+  };
+
+  void io_loop();
+  void say_hello();
+  void on_frame(zmq::message_t& m);
+  void send_queued();
+  void resend_everything();
+  bool welcomed_unlocked();
+
+  std::string address_;
+  ConnectOptions opt_;
+  std::string id_;
+
+  // Shared with callers.
+  mutable std::mutex mu_;
+  std::map<uint64_t, Pending> pending_;  // ordered: resubmission keeps submission order
+  std::vector<uint64_t> outq_;
+  std::unordered_map<uint64_t, Control> control_;
+  std::vector<uint64_t> control_outq_;
+  uint64_t next_seq_ = 0;
+  uint64_t next_rid_ = 0;
+  uint32_t num_ = 0;
+  bool welcomed_ = false;
+  std::shared_ptr<FutureState> welcome_;
+
+  // I/O thread only.
+  zmq::socket_t dealer_;
+  transport::Waker waker_;
+  std::vector<uint64_t> acks_;
+  uint64_t boot_ = 0;
+  transport::Clock::time_point last_heard_, last_sent_, last_hello_;
+  std::atomic<bool> stop_{false};
+  std::thread io_;
+};
+
+}  // namespace spotlight::detail

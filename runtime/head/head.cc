@@ -1,0 +1,567 @@
+#include "head/head.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <fstream>
+
+#include "spotlight/errors.h"
+
+namespace spotlight::head {
+
+namespace {
+constexpr int kMaxFramesPerTurn = 4096;
+constexpr size_t kBatchBytes = 1u << 20;  // split result/task batches at about 1 MiB
+
+bool valid_market(const std::string& m, bool allow_any) {
+  return m == "reserved" || m == "spot" || (allow_any && m == "any");
+}
+}  // namespace
+
+Head::Head(HeadOptions options) : opt_(std::move(options)) {
+  store_ = store::open_sqlite(opt_.store_path, opt_.durability);
+  store::Loaded loaded = store_->open();
+  boot_ = loaded.boot;
+  size_t journal = loaded.journal.size();
+  state_.recover(std::move(loaded));
+  size_t queued = 0;
+  for (const auto& [_, p] : state_.pools) queued += p.queue.size();
+  spdlog::info("store {}: boot {}, {} pools, {} actors, {} live tasks ({} queued), {} journal entries replayed",
+               opt_.store_path, boot_, state_.pools.size(), state_.actors.size(), state_.tasks.size(),
+               queued, journal);
+  router_ = transport::make_router("tcp://" + opt_.bind_host + ":" + std::to_string(opt_.port),
+                                   opt_.max_frame, &port_);
+  if (!opt_.port_file.empty()) {
+    std::string tmp = opt_.port_file + ".tmp";
+    std::ofstream(tmp) << port_ << "\n";
+    std::rename(tmp.c_str(), opt_.port_file.c_str());
+  }
+}
+
+Head::~Head() = default;
+
+void Head::run() {
+  now_ = transport::Clock::now();
+  next_heartbeat_ = now_ + opt_.heartbeat;
+  zmq::pollitem_t items[] = {{router_.handle(), 0, ZMQ_POLLIN, 0}};
+  while (!stopping_) {
+    if (stop_requested_.load()) break;
+    try {
+      zmq::poll(items, 1, std::chrono::milliseconds(opt_.heartbeat.count() / 2 + 1));
+    } catch (const zmq::error_t& e) {
+      if (e.num() != EINTR) throw;
+    }
+    turn();
+    if (now_ >= next_heartbeat_) {
+      check_liveness();
+      send_heartbeats();
+      next_heartbeat_ = now_ + opt_.heartbeat;
+      // Liveness may have re-queued tasks or freed actors: serve them now.
+      turn();
+    }
+  }
+  // Commit whatever the last turn left, and leave a compacted store behind.
+  turn();
+  maybe_compact(true);
+  spdlog::info("head stopped");
+}
+
+void Head::turn() {
+  now_ = transport::Clock::now();
+  for (int n = 0; n < kMaxFramesPerTurn; ++n) {
+    auto m = transport::try_recv_routed(router_);
+    if (!m) break;
+    handle(*m);
+  }
+  place();
+  dispatch();
+  // Leases and placements may leave before the commit: they acknowledge
+  // nothing to a caller, and a completion is only taken against a committed
+  // task (a head that dies here forgets the lease; its node's result is then
+  // refused as stale).
+  flush(to_nodes_);
+  if (!journal_.empty()) {
+    store_->append(journal_.bytes());
+    journal_.clear();
+  }
+  flush(to_callers_);
+  maybe_compact(false);
+}
+
+void Head::reply_error(const std::string& peer, wire::ErrorCode code, const std::string& msg,
+                       uint64_t rid) {
+  count(std::string("error_") + wire::to_string(code));
+  to_nodes_[peer].frames.push_back(wire::encode(wire::Error{static_cast<int32_t>(code), msg}, rid));
+}
+
+void Head::handle(transport::RoutedMessage& m) {
+  const std::string& peer = m.peer;
+  if (m.payload.size() > opt_.max_frame) {
+    spdlog::warn("frame of {} bytes refused (limit {})", m.payload.size(), opt_.max_frame);
+    reply_error(peer, wire::ErrorCode::kOversized,
+                "frame of " + std::to_string(m.payload.size()) + " bytes exceeds the limit of " +
+                    std::to_string(opt_.max_frame),
+                0);
+    return;
+  }
+  if (m.extra_frames > 0) {
+    reply_error(peer, wire::ErrorCode::kMalformed, "a message is exactly one frame", 0);
+    return;
+  }
+  uint64_t rid = 0;
+  try {
+    wire::Envelope env =
+        wire::decode(std::string_view(static_cast<const char*>(m.payload.data()), m.payload.size()));
+    rid = env.request_id;
+    using wire::MsgType;
+    auto node_it = state_.node_by_peer.find(peer);
+    Node* node = node_it == state_.node_by_peer.end() ? nullptr : &state_.nodes[node_it->second];
+    auto client_it = client_by_peer_.find(peer);
+    Client* client = client_it == client_by_peer_.end() ? nullptr : &state_.clients[client_it->second];
+    if (node) node->last_seen = now_;
+    if (client) client->last_seen = now_;
+    auto require = [&](bool known) {
+      if (!known) {
+        reply_error(peer, wire::ErrorCode::kUnknownPeer,
+                    std::string(wire::to_string(env.type)) + " from a peer that has not said hello",
+                    rid);
+      }
+      return known;
+    };
+    switch (env.type) {
+      case MsgType::kHelloNode: on_hello_node(peer, env.body<wire::HelloNode>(), rid); break;
+      case MsgType::kHelloClient: on_hello_client(peer, env.body<wire::HelloClient>(), rid); break;
+      case MsgType::kHeartbeat: require(node || client); break;
+      case MsgType::kCreatePool:
+        if (require(client)) on_create_pool(peer, env.body<wire::CreatePool>(), rid);
+        break;
+      case MsgType::kCalls:
+        if (require(client)) {
+          auto calls = env.body<wire::Calls>();
+          on_calls(*client, calls);
+        }
+        break;
+      case MsgType::kAckResults:
+        if (require(client)) on_ack(env.body<wire::AckResults>());
+        break;
+      case MsgType::kPlaced:
+        if (require(node)) on_placed(*node, env.body<wire::Placed>());
+        break;
+      case MsgType::kDone:
+        if (require(node)) {
+          auto done = env.body<wire::Done>();
+          on_done(*node, done);
+        }
+        break;
+      case MsgType::kStatusRequest:
+        to_nodes_[peer].frames.push_back(wire::encode(status(), rid));
+        break;
+      case MsgType::kStop: on_stop(peer, rid); break;
+      case MsgType::kError: {
+        auto e = env.body<wire::Error>();
+        spdlog::warn("peer reports error {}: {}", e.code, e.message);
+        count("errors_reported_by_peers");
+        break;
+      }
+      default:
+        reply_error(peer, wire::ErrorCode::kBadRequest,
+                    std::string(wire::to_string(env.type)) + " is not a request the head serves", rid);
+    }
+  } catch (const wire::WireError& e) {
+    spdlog::warn("bad frame: {}", e.what());
+    reply_error(peer, e.code, e.what(), rid);
+  } catch (const std::exception& e) {
+    spdlog::error("request failed: {}", e.what());
+    reply_error(peer, wire::ErrorCode::kBadRequest, e.what(), rid);
+  }
+}
+
+void Head::on_hello_node(const std::string& peer, const wire::HelloNode& h, uint64_t rid) {
+  if (h.node_id.empty() || h.slots <= 0 || !valid_market(h.market, false)) {
+    reply_error(peer, wire::ErrorCode::kBadRequest,
+                "a node needs an id, slots > 0 and a market of reserved or spot", rid);
+    return;
+  }
+  auto it = state_.nodes.find(h.node_id);
+  wire::Welcome w{boot_, 0, static_cast<int32_t>(opt_.heartbeat.count()),
+                  static_cast<int32_t>(opt_.liveness.count()), opt_.max_frame};
+  if (it != state_.nodes.end() && it->second.alive && it->second.session == h.session &&
+      it->second.peer == peer) {
+    to_nodes_[peer].frames.push_back(wire::encode(w, rid));  // a repeated hello: same answer
+    return;
+  }
+  if (it != state_.nodes.end() && it->second.alive) {
+    // The node started a new session (it lost sight of this head): whatever it
+    // hosted is gone.
+    node_dead(it->second, "said hello again");
+  }
+  Node& n = state_.nodes[h.node_id];
+  n = Node{};
+  n.id = h.node_id;
+  n.peer = peer;
+  n.host = h.host;
+  n.market = h.market;
+  n.pid = h.pid;
+  n.session = h.session;
+  n.slots = h.slots;
+  n.types = std::set<std::string>(h.types.begin(), h.types.end());
+  n.last_seen = now_;
+  state_.node_by_peer[peer] = h.node_id;
+  spdlog::info("node {} joined: {} {} slots on {} (pid {}), {} actor types", n.id, n.market, n.slots,
+               n.host, n.pid, n.types.size());
+  to_nodes_[peer].frames.push_back(wire::encode(w, rid));
+}
+
+void Head::on_hello_client(const std::string& peer, const wire::HelloClient& h, uint64_t rid) {
+  if (h.client_id.empty()) {
+    reply_error(peer, wire::ErrorCode::kBadRequest, "a client needs an id", rid);
+    return;
+  }
+  auto it = state_.clients.find(h.client_id);
+  if (it == state_.clients.end()) {
+    store::ClientRecord rec{h.client_id, state_.next_client};
+    record(EventKind::kClient, rec);
+    state_.apply_client(rec);
+    it = state_.clients.find(h.client_id);
+  }
+  Client& c = it->second;
+  if (!c.peer.empty()) client_by_peer_.erase(c.peer);
+  c.peer = peer;
+  c.last_seen = now_;
+  client_by_peer_[peer] = h.client_id;
+  wire::Welcome w{boot_, c.rec.num, static_cast<int32_t>(opt_.heartbeat.count()),
+                  static_cast<int32_t>(opt_.liveness.count()), opt_.max_frame};
+  to_callers_[peer].frames.push_back(wire::encode(w, rid));
+}
+
+void Head::on_create_pool(const std::string& peer, const wire::CreatePool& c, uint64_t rid) {
+  wire::PoolCreated reply{c.name, false, ""};
+  auto fail = [&](std::string why) {
+    reply.error = std::move(why);
+    count("rejected_pools");
+    to_callers_[peer].frames.push_back(wire::encode(reply, rid));
+  };
+  if (c.name.empty() || c.type.empty()) return fail("a pool needs a name and an actor type");
+  if (!valid_market(c.market, true)) return fail("market must be reserved, spot or any");
+  if (c.size < 1 || c.size > 100000 || c.slots_per_actor < 1 || c.prefetch < 1) {
+    return fail("size, slots per actor and prefetch must be positive");
+  }
+  auto it = state_.pools.find(c.name);
+  if (it != state_.pools.end()) {
+    if (it->second.rec.type != c.type) {
+      return fail("'" + c.name + "' already exists with actor type " + it->second.rec.type);
+    }
+  } else {
+    store::PoolRecord rec{c.name, c.type, c.market, c.size, c.slots_per_actor, c.prefetch};
+    record(EventKind::kPool, rec);
+    state_.apply_pool(rec);
+    for (int i = 0; i < c.size; ++i) {
+      store::ActorRecord a{state_.next_actor, c.name, static_cast<uint32_t>(i), 0};
+      record(EventKind::kActor, a);
+      state_.apply_actor(a);
+    }
+    spdlog::info("pool {}: {} x {} on {}", c.name, c.size, c.type, c.market);
+  }
+  reply.ok = true;
+  to_callers_[peer].frames.push_back(wire::encode(reply, rid));
+}
+
+void Head::queue_result(const Task& t) {
+  auto cit = state_.client_by_num.find(t.caller);
+  if (cit == state_.client_by_num.end()) return;
+  const Client& c = state_.clients[cit->second];
+  if (c.peer.empty()) return;  // sent when the caller reconnects and asks again
+  Outbox& box = to_callers_[c.peer];
+  box.results.results.push_back(wire::Result{t.id, t.ok, t.kind, t.error_type, t.result});
+  box.batch_bytes += t.result.data.size() + 32;
+  if (box.batch_bytes > kBatchBytes) {
+    box.frames.push_back(wire::encode(box.results));
+    box.results.results.clear();
+    box.batch_bytes = 0;
+  }
+}
+
+void Head::on_calls(Client& c, wire::Calls& calls) {
+  Outbox& box = to_callers_[c.peer];
+  count("calls", calls.calls.size());
+  for (auto& call : calls.calls) {
+    auto existing = state_.tasks.find(call.id);
+    if (existing != state_.tasks.end()) {
+      // A resubmission after a reconnect: accepted once, answered again if done.
+      box.accepted.ids.push_back(call.id);
+      if (existing->second.state == TaskState::kDone) queue_result(existing->second);
+      continue;
+    }
+    auto reject = [&](const std::string& why, const char* counter) {
+      count(counter);
+      box.results.results.push_back(wire::Result{call.id, false,
+                                                 static_cast<int32_t>(ErrorKind::kRejected),
+                                                 "rejected", Blob{why}});
+    };
+    if ((call.id >> 40) != c.rec.num) {
+      reject("task id is outside this client's range", "rejected_bad_id");
+      continue;
+    }
+    auto pit = state_.pools.find(call.mailbox);
+    if (pit == state_.pools.end()) {
+      reject("no actor or pool named '" + call.mailbox + "'", "rejected_unknown_actor");
+      continue;
+    }
+    store::TaskRecord t;
+    t.id = call.id;
+    t.ord = state_.next_ord;
+    t.caller = c.rec.num;
+    t.mailbox = std::move(call.mailbox);
+    t.method = std::move(call.method);
+    t.args = std::move(call.args);
+    record(EventKind::kAccept, t);
+    state_.apply_accept(t);
+    pit->second.queue.push_back(t.id);
+    box.accepted.ids.push_back(t.id);
+  }
+}
+
+void Head::on_ack(const wire::AckResults& a) {
+  std::vector<uint64_t> done;
+  done.reserve(a.ids.size());
+  for (uint64_t id : a.ids) {
+    auto it = state_.tasks.find(id);
+    if (it != state_.tasks.end() && it->second.state == TaskState::kDone) done.push_back(id);
+  }
+  if (done.empty()) return;
+  record(EventKind::kForget, done);
+  state_.apply_forget(done);
+}
+
+void Head::on_placed(Node& n, const wire::Placed& p) {
+  auto it = state_.actors.find(p.actor_id);
+  if (it == state_.actors.end()) return;
+  Actor& a = it->second;
+  if (a.node != n.id || a.rec.incarnation != p.incarnation || a.phase != ActorPhase::kPlacing) {
+    count("stale_placements");
+    return;
+  }
+  Pool& pool = state_.pools[a.rec.pool];
+  if (p.ok) {
+    a.phase = ActorPhase::kReady;
+    a.credit = pool.rec.prefetch;
+    return;
+  }
+  spdlog::error("node {} cannot host {} ({}): {}", n.id, pool.rec.type, a.rec.pool, p.error);
+  count("placement_failures");
+  n.types.erase(pool.rec.type);
+  n.used -= pool.rec.slots_per_actor;
+  n.actors.erase(a.rec.id);
+  a.phase = ActorPhase::kPending;
+  a.node.clear();
+}
+
+void Head::on_done(Node& n, wire::Done& d) {
+  for (auto& c : d.done) {
+    auto it = state_.tasks.find(c.id);
+    if (it == state_.tasks.end() || it->second.state != TaskState::kLeased ||
+        it->second.epoch != c.epoch || it->second.actor != c.actor_id) {
+      count("stale_completions");  // an older lease: its task was re-queued, or finished already
+      continue;
+    }
+    Task& t = it->second;
+    auto ait = state_.actors.find(c.actor_id);
+    if (ait != state_.actors.end()) {
+      Actor& a = ait->second;
+      if (a.node == n.id && a.phase == ActorPhase::kReady) a.credit += 1;
+      if (a.leased > 0) a.leased -= 1;
+      a.completed += 1;
+    }
+    Pool& pool = state_.pools[t.mailbox];
+    if (pool.leased > 0) pool.leased -= 1;
+    FinishEvent e{c.id, c.ok, c.kind, std::move(c.error_type), std::move(c.payload)};
+    record(EventKind::kFinish, e);
+    state_.apply_finish(e);
+    count(t.ok ? "results_ok" : "results_error");
+    if (!t.ok && t.kind == static_cast<int32_t>(ErrorKind::kRejected)) count("rejected_by_node");
+    queue_result(t);
+  }
+}
+
+void Head::on_stop(const std::string& peer, uint64_t rid) {
+  spdlog::info("stop requested: shutting down {} nodes", state_.node_by_peer.size());
+  for (const auto& [p, _] : state_.node_by_peer) {
+    to_nodes_[p].frames.push_back(wire::encode_empty(wire::MsgType::kShutdown));
+  }
+  to_callers_[peer].frames.push_back(wire::encode_empty(wire::MsgType::kOk, rid));
+  stopping_ = true;
+}
+
+void Head::place() {
+  for (auto& [name, pool] : state_.pools) {
+    for (uint64_t id : pool.members) {
+      Actor& a = state_.actors[id];
+      if (a.phase != ActorPhase::kPending) continue;
+      Node* best = nullptr;
+      for (auto& [nid, n] : state_.nodes) {
+        if (!n.alive || n.slots - n.used < pool.rec.slots_per_actor) continue;
+        if (pool.rec.market != "any" && n.market != pool.rec.market) continue;
+        if (!n.types.count(pool.rec.type)) continue;
+        if (!best || n.slots - n.used > best->slots - best->used) best = &n;
+      }
+      if (!best) continue;
+      store::ActorRecord rec = a.rec;
+      rec.incarnation += 1;
+      record(EventKind::kActor, rec);
+      state_.apply_actor(rec);
+      a.phase = ActorPhase::kPlacing;
+      a.node = best->id;
+      a.credit = 0;
+      best->used += pool.rec.slots_per_actor;
+      best->actors.insert(id);
+      wire::Place msg{id, name, pool.rec.type, rec.incarnation, pool.rec.prefetch};
+      to_nodes_[best->peer].frames.push_back(wire::encode(msg));
+      spdlog::debug("placing actor {} ({}) on {}", id, name, best->id);
+    }
+  }
+}
+
+void Head::lease(Pool& pool, Actor& a, Node& n) {
+  uint64_t id = pool.queue.front();
+  pool.queue.pop_front();
+  auto it = state_.tasks.find(id);
+  if (it == state_.tasks.end() || it->second.state != TaskState::kQueued) return;
+  Task& t = it->second;
+  LeaseEvent e{id, state_.next_epoch, a.rec.id, n.id};
+  record(EventKind::kLease, e);
+  state_.apply_lease(e);
+  a.credit -= 1;
+  a.leased += 1;
+  pool.leased += 1;
+  Outbox& box = to_nodes_[n.peer];
+  box.tasks.tasks.push_back(wire::Task{id, a.rec.id, e.epoch, t.method, t.args, t.attempts});
+  box.batch_bytes += t.args.data.size() + t.method.size() + 32;
+  if (box.batch_bytes > kBatchBytes) {
+    box.frames.push_back(wire::encode(box.tasks));
+    box.tasks.tasks.clear();
+    box.batch_bytes = 0;
+  }
+}
+
+void Head::dispatch() {
+  for (auto& [name, pool] : state_.pools) {
+    size_t n = pool.members.size();
+    while (!pool.queue.empty()) {
+      bool leased_any = false;
+      for (size_t k = 0; k < n && !pool.queue.empty(); ++k) {
+        Actor& a = state_.actors[pool.members[(pool.cursor + k) % n]];
+        if (a.phase != ActorPhase::kReady || a.credit <= 0) continue;
+        lease(pool, a, state_.nodes[a.node]);
+        leased_any = true;
+      }
+      pool.cursor = (pool.cursor + 1) % std::max<size_t>(n, 1);
+      if (!leased_any) break;
+    }
+  }
+}
+
+void Head::node_dead(Node& n, const char* why) {
+  spdlog::warn("node {} is gone ({}): re-queuing its tasks", n.id, why);
+  count("nodes_lost");
+  n.alive = false;
+  state_.node_by_peer.erase(n.peer);
+  // Tasks leased to its actors go back to the front of their mailboxes, in arrival order.
+  std::vector<Task*> leased;
+  for (auto& [id, t] : state_.tasks) {
+    if (t.state == TaskState::kLeased && t.node == n.id) leased.push_back(&t);
+  }
+  std::sort(leased.begin(), leased.end(), [](Task* a, Task* b) { return a->ord > b->ord; });
+  for (Task* t : leased) {
+    record(EventKind::kRequeue, t->id);
+    state_.apply_requeue(t->id);
+    Pool& pool = state_.pools[t->mailbox];
+    pool.queue.push_front(t->id);
+    if (pool.leased > 0) pool.leased -= 1;
+  }
+  count("tasks_requeued", leased.size());
+  for (uint64_t id : n.actors) {
+    Actor& a = state_.actors[id];
+    a.phase = ActorPhase::kPending;
+    a.node.clear();
+    a.credit = 0;
+    a.leased = 0;
+  }
+  n.actors.clear();
+  n.used = 0;
+}
+
+void Head::check_liveness() {
+  for (auto& [id, n] : state_.nodes) {
+    if (n.alive && now_ - n.last_seen > opt_.liveness) node_dead(n, "missed heartbeats");
+  }
+  for (auto& [uuid, c] : state_.clients) {
+    if (!c.peer.empty() && now_ - c.last_seen > opt_.liveness * 3) {
+      client_by_peer_.erase(c.peer);
+      c.peer.clear();
+    }
+  }
+}
+
+void Head::send_heartbeats() {
+  std::string hb = wire::encode(wire::Heartbeat{boot_});
+  for (const auto& [peer, _] : state_.node_by_peer) to_nodes_[peer].frames.push_back(hb);
+  for (const auto& [peer, _] : client_by_peer_) to_nodes_[peer].frames.push_back(hb);
+}
+
+void Head::flush(std::map<std::string, Outbox>& boxes) {
+  for (auto& [peer, box] : boxes) {
+    if (!box.accepted.ids.empty()) box.frames.push_back(wire::encode(box.accepted));
+    if (!box.results.results.empty()) box.frames.push_back(wire::encode(box.results));
+    if (!box.tasks.tasks.empty()) box.frames.push_back(wire::encode(box.tasks));
+    for (const auto& f : box.frames) {
+      if (!transport::send_routed(router_, peer, f)) {
+        count("sends_to_gone_peers");
+        break;
+      }
+    }
+  }
+  boxes.clear();
+}
+
+void Head::maybe_compact(bool force) {
+  if (!force && store_->journal_entries() < opt_.compact_every) return;
+  if (store_->journal_entries() == 0 && !state_.dirty_meta && state_.dirty_tasks.empty() &&
+      state_.erased_tasks.empty()) {
+    return;
+  }
+  store_->compact(state_.compaction());
+  count("compactions");
+}
+
+ClusterStatus Head::status() const {
+  ClusterStatus s;
+  s.boot = boot_;
+  s.store = opt_.store_path;
+  s.tasks_live = state_.tasks.size();
+  s.counters = counters_;
+  std::map<std::string, uint64_t> running;
+  for (const auto& [id, a] : state_.actors) {
+    if (!a.node.empty()) running[a.node] += a.leased;
+  }
+  for (const auto& [id, n] : state_.nodes) {
+    s.nodes.push_back(NodeStatus{n.id, n.host, n.market, n.alive ? "alive" : "dead", n.slots, n.used,
+                                 n.pid,
+                                 std::chrono::duration_cast<std::chrono::milliseconds>(now_ - n.last_seen)
+                                     .count(),
+                                 running[n.id]});
+  }
+  for (const auto& [name, p] : state_.pools) {
+    int placed = 0;
+    for (uint64_t id : p.members) {
+      const Actor& a = state_.actors.at(id);
+      if (a.phase == ActorPhase::kReady) ++placed;
+      s.actors.push_back(ActorStatus{id, name, a.node, to_string(a.phase), a.rec.incarnation, a.leased,
+                                     a.completed});
+    }
+    s.pools.push_back(PoolStatus{name, p.rec.type, p.rec.market, p.rec.size, placed, p.queue.size(),
+                                 p.leased});
+  }
+  return s;
+}
+
+}  // namespace spotlight::head

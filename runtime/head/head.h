@@ -1,0 +1,102 @@
+// The head: one process that owns the cluster's truth (nodes, actors,
+// mailboxes, leases, results). A single-threaded event loop over a ZeroMQ
+// ROUTER; every turn drains the waiting frames, applies them, places actors,
+// leases tasks to actors that asked for work, commits the turn's journal
+// entry, and only then answers callers.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "head/state.h"
+#include "store/store.h"
+#include "transport/socket.h"
+#include "wire/envelope.h"
+
+namespace spotlight::head {
+
+struct HeadOptions {
+  std::string bind_host = "0.0.0.0";
+  int port = 6380;  // 0: a free port
+  std::string advertise_host;  // the host printed in the join command; default: hostname
+  std::string store_path = "spotlight-head.db";
+  store::Durability durability = store::Durability::kProcess;
+  size_t max_frame = transport::kDefaultMaxFrame;
+  std::chrono::milliseconds heartbeat{250};
+  std::chrono::milliseconds liveness{1000};  // a node silent this long is dead
+  size_t compact_every = 4096;               // journal entries between compactions
+  std::string port_file;                     // written with the bound port once listening
+};
+
+class Head {
+ public:
+  explicit Head(HeadOptions options);
+  ~Head();
+  int port() const { return port_; }
+  uint64_t boot() const { return boot_; }
+  // Serves until a Stop message or request_stop().
+  void run();
+  // Async-signal-safe.
+  void request_stop() { stop_requested_.store(true); }
+
+ private:
+  struct Outbox {
+    std::vector<std::string> frames;  // sent first, in order
+    wire::Tasks tasks;
+    wire::Results results;
+    wire::Accepted accepted;
+    size_t batch_bytes = 0;
+  };
+
+  void turn();
+  void handle(transport::RoutedMessage& m);
+  void on_hello_node(const std::string& peer, const wire::HelloNode& h, uint64_t rid);
+  void on_hello_client(const std::string& peer, const wire::HelloClient& h, uint64_t rid);
+  void on_create_pool(const std::string& peer, const wire::CreatePool& c, uint64_t rid);
+  void on_calls(Client& c, wire::Calls& calls);
+  void on_ack(const wire::AckResults& a);
+  void on_placed(Node& n, const wire::Placed& p);
+  void on_done(Node& n, wire::Done& d);
+  void on_stop(const std::string& peer, uint64_t rid);
+  ClusterStatus status() const;
+
+  void place();
+  void dispatch();
+  void lease(Pool& pool, Actor& actor, Node& node);
+  void node_dead(Node& n, const char* why);
+  void check_liveness();
+  void send_heartbeats();
+  void maybe_compact(bool force);
+
+  void reply_error(const std::string& peer, wire::ErrorCode code, const std::string& msg,
+                   uint64_t rid);
+  void queue_result(const Task& t);
+  void flush(std::map<std::string, Outbox>& boxes);
+  void count(const std::string& what, uint64_t n = 1) { counters_[what] += n; }
+
+  template <class T>
+  void record(EventKind k, const T& body) {
+    journal_.add(k, body);
+  }
+
+  HeadOptions opt_;
+  std::unique_ptr<store::Store> store_;
+  zmq::socket_t router_;
+  int port_ = 0;
+  uint64_t boot_ = 0;
+  State state_;
+  Journal journal_;
+  std::map<std::string, Outbox> to_nodes_;    // may leave before the commit: no acknowledgement
+  std::map<std::string, Outbox> to_callers_;  // leave only after the commit
+  std::unordered_map<std::string, std::string> client_by_peer_;
+  std::map<std::string, uint64_t> counters_;
+  transport::Clock::time_point now_;
+  transport::Clock::time_point next_heartbeat_;
+  std::atomic<bool> stop_requested_{false};
+  bool stopping_ = false;
+};
+
+}  // namespace spotlight::head

@@ -1,0 +1,159 @@
+#include "head/state.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace spotlight::head {
+
+const char* to_string(ActorPhase p) {
+  switch (p) {
+    case ActorPhase::kPending: return "pending";
+    case ActorPhase::kPlacing: return "placing";
+    case ActorPhase::kReady: return "ready";
+  }
+  return "?";
+}
+
+void State::apply_client(const ClientRecord& c) {
+  auto& cl = clients[c.uuid];
+  cl.rec = c;
+  client_by_num[c.num] = c.uuid;
+  next_client = std::max(next_client, c.num + 1);
+  dirty_meta = true;
+}
+
+void State::apply_pool(const PoolRecord& p) {
+  pools[p.name].rec = p;
+  dirty_meta = true;
+}
+
+void State::apply_actor(const ActorRecord& a) {
+  Actor& actor = actors[a.id];
+  actor.rec = a;
+  Pool& pool = pools[a.pool];
+  if (std::find(pool.members.begin(), pool.members.end(), a.id) == pool.members.end()) {
+    pool.members.push_back(a.id);
+  }
+  next_actor = std::max(next_actor, a.id + 1);
+  dirty_meta = true;
+}
+
+void State::apply_accept(const TaskRecord& t) {
+  Task& task = tasks[t.id];
+  static_cast<TaskRecord&>(task) = t;
+  next_ord = std::max(next_ord, t.ord + 1);
+  dirty_tasks.insert(t.id);
+}
+
+void State::apply_lease(const LeaseEvent& e) {
+  auto it = tasks.find(e.id);
+  if (it == tasks.end()) return;
+  Task& t = it->second;
+  t.state = TaskState::kLeased;
+  t.epoch = e.epoch;
+  t.actor = e.actor;
+  t.node = e.node;
+  t.attempts += 1;
+  next_epoch = std::max(next_epoch, e.epoch + 1);
+  dirty_tasks.insert(e.id);
+}
+
+void State::apply_finish(const FinishEvent& e) {
+  auto it = tasks.find(e.id);
+  if (it == tasks.end()) return;
+  Task& t = it->second;
+  t.state = TaskState::kDone;
+  t.ok = e.ok;
+  t.kind = e.kind;
+  t.error_type = e.error_type;
+  t.result = e.result;
+  t.args.data.clear();  // arguments are not needed once the result is stored
+  dirty_tasks.insert(e.id);
+}
+
+void State::apply_requeue(uint64_t id) {
+  auto it = tasks.find(id);
+  if (it == tasks.end()) return;
+  it->second.state = TaskState::kQueued;
+  it->second.epoch = 0;
+  it->second.node.clear();
+  dirty_tasks.insert(id);
+}
+
+void State::apply_forget(const std::vector<uint64_t>& ids) {
+  for (uint64_t id : ids) {
+    auto it = tasks.find(id);
+    if (it == tasks.end() || it->second.state != TaskState::kDone) continue;
+    if (it->second.in_snapshot) erased_tasks.push_back(id);
+    dirty_tasks.erase(id);
+    tasks.erase(it);
+  }
+}
+
+void State::replay(std::string_view entry) {
+  size_t off = 0;
+  while (off < entry.size()) {
+    msgpack::object_handle oh = msgpack::unpack(entry.data(), entry.size(), off);
+    const msgpack::object& o = oh.get();
+    if (o.type != msgpack::type::ARRAY || o.via.array.size != 2) {
+      throw std::runtime_error("journal entry is corrupt");
+    }
+    auto kind = static_cast<EventKind>(o.via.array.ptr[0].as<uint8_t>());
+    const msgpack::object& body = o.via.array.ptr[1];
+    switch (kind) {
+      case EventKind::kClient: apply_client(body.as<ClientRecord>()); break;
+      case EventKind::kPool: apply_pool(body.as<PoolRecord>()); break;
+      case EventKind::kActor: apply_actor(body.as<ActorRecord>()); break;
+      case EventKind::kAccept: apply_accept(body.as<TaskRecord>()); break;
+      case EventKind::kLease: apply_lease(body.as<LeaseEvent>()); break;
+      case EventKind::kFinish: apply_finish(body.as<FinishEvent>()); break;
+      case EventKind::kRequeue: apply_requeue(body.as<uint64_t>()); break;
+      case EventKind::kForget: apply_forget(body.as<std::vector<uint64_t>>()); break;
+      default: throw std::runtime_error("journal entry has an unknown event kind");
+    }
+  }
+}
+
+void State::recover(store::Loaded&& loaded) {
+  for (auto& c : loaded.clients) apply_client(c);
+  for (auto& p : loaded.pools) apply_pool(p);
+  for (auto& a : loaded.actors) apply_actor(a);
+  for (auto& t : loaded.tasks) {
+    apply_accept(t);
+    tasks[t.id].in_snapshot = true;
+  }
+  for (const auto& entry : loaded.journal) replay(entry);
+  // No node of the last boot holds a lease any more: leased tasks go back to
+  // their mailboxes, and every mailbox is rebuilt in arrival order.
+  std::vector<const Task*> queued;
+  for (auto& [id, t] : tasks) {
+    if (t.state == TaskState::kLeased) apply_requeue(id);
+    if (t.state == TaskState::kQueued) queued.push_back(&t);
+  }
+  std::sort(queued.begin(), queued.end(), [](const Task* a, const Task* b) { return a->ord < b->ord; });
+  for (const Task* t : queued) {
+    auto p = pools.find(t->mailbox);
+    if (p != pools.end()) p->second.queue.push_back(t->id);
+  }
+  dirty_meta = true;
+}
+
+store::Compaction State::compaction() {
+  store::Compaction c;
+  for (const auto& [_, p] : pools) c.pools.push_back(p.rec);
+  for (const auto& [_, a] : actors) c.actors.push_back(a.rec);
+  for (const auto& [_, cl] : clients) c.clients.push_back(cl.rec);
+  for (uint64_t id : dirty_tasks) {
+    auto it = tasks.find(id);
+    if (it == tasks.end()) continue;
+    c.upsert.push_back(it->second);
+    it->second.in_snapshot = true;
+  }
+  c.erase = std::move(erased_tasks);
+  erased_tasks.clear();
+  dirty_tasks.clear();
+  dirty_meta = false;
+  return c;
+}
+
+}  // namespace spotlight::head

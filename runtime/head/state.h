@@ -1,0 +1,166 @@
+// The head's working state and the journal events that change it.
+//
+// Every durable change is an event: the live head records the event in the
+// turn's journal entry and applies it; a restarting head applies the journal
+// entries again after loading the compacted tables. Queues, credits and
+// connections are not durable: they are rebuilt from the tasks and from the
+// peers that say hello.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "store/store.h"
+#include "transport/socket.h"
+
+namespace spotlight::head {
+
+using store::ActorRecord;
+using store::ClientRecord;
+using store::PoolRecord;
+using store::TaskRecord;
+using store::TaskState;
+
+// ---- journal events --------------------------------------------------------
+enum class EventKind : uint8_t {
+  kClient = 1,   // ClientRecord
+  kPool = 2,     // PoolRecord
+  kActor = 3,    // ActorRecord (created, or placed with a new incarnation)
+  kAccept = 4,   // TaskRecord as accepted
+  kLease = 5,    // LeaseEvent
+  kFinish = 6,   // FinishEvent
+  kRequeue = 7,  // task id: lease revoked, back to the front of its mailbox
+  kForget = 8,   // task ids whose results the caller has received
+};
+
+struct LeaseEvent {
+  uint64_t id = 0;
+  uint64_t epoch = 0;
+  uint64_t actor = 0;
+  std::string node;
+  MSGPACK_DEFINE(id, epoch, actor, node)
+};
+
+struct FinishEvent {
+  uint64_t id = 0;
+  bool ok = false;
+  int32_t kind = 0;
+  std::string error_type;
+  Blob result;
+  MSGPACK_DEFINE(id, ok, kind, error_type, result)
+};
+
+// The events of one turn, packed back to back as [kind, body] arrays.
+class Journal {
+ public:
+  template <class T>
+  void add(EventKind k, const T& body) {
+    pk_.pack_array(2);
+    pk_.pack(static_cast<uint8_t>(k));
+    pk_.pack(body);
+    ++count_;
+  }
+  bool empty() const { return count_ == 0; }
+  std::string_view bytes() const { return {buf_.data(), buf_.size()}; }
+  void clear() {
+    buf_.clear();
+    count_ = 0;
+  }
+
+ private:
+  msgpack::sbuffer buf_;
+  msgpack::packer<msgpack::sbuffer> pk_{buf_};
+  size_t count_ = 0;
+};
+
+// ---- in-memory model -------------------------------------------------------
+enum class ActorPhase { kPending, kPlacing, kReady };
+const char* to_string(ActorPhase p);
+
+struct Task : TaskRecord {
+  bool in_snapshot = false;  // a row exists in the tasks table
+};
+
+struct Pool {
+  PoolRecord rec;
+  std::deque<uint64_t> queue;  // accepted, not leased: the mailbox
+  std::vector<uint64_t> members;
+  uint64_t leased = 0;
+  size_t cursor = 0;  // round-robin position over members
+};
+
+struct Actor {
+  ActorRecord rec;
+  ActorPhase phase = ActorPhase::kPending;
+  std::string node;  // node id while placing or ready
+  int32_t credit = 0;  // tasks the actor asked for and has not been given
+  uint64_t leased = 0;
+  uint64_t completed = 0;
+};
+
+struct Node {
+  std::string id;
+  std::string peer;  // ZeroMQ routing id
+  std::string host;
+  std::string market;
+  int64_t pid = 0;
+  uint32_t session = 0;
+  int32_t slots = 0;
+  int32_t used = 0;
+  std::set<std::string> types;
+  bool alive = true;
+  transport::Clock::time_point last_seen;
+  std::set<uint64_t> actors;
+};
+
+struct Client {
+  ClientRecord rec;
+  std::string peer;  // empty while not connected in this boot
+  transport::Clock::time_point last_seen;
+};
+
+// What the head knows. apply_* are the only mutators of durable fields.
+class State {
+ public:
+  std::map<std::string, Pool> pools;
+  std::unordered_map<uint64_t, Actor> actors;
+  std::unordered_map<uint64_t, Task> tasks;
+  std::map<std::string, Client> clients;  // by uuid
+  std::unordered_map<uint32_t, std::string> client_by_num;
+  std::map<std::string, Node> nodes;  // by node id
+  std::unordered_map<std::string, std::string> node_by_peer;
+
+  uint64_t next_ord = 1;
+  uint64_t next_epoch = 1;
+  uint64_t next_actor = 1;
+  uint32_t next_client = 1;
+
+  // Ids touched since the last compaction, and rows to delete.
+  std::unordered_set<uint64_t> dirty_tasks;
+  std::vector<uint64_t> erased_tasks;
+  bool dirty_meta = false;  // pools, actors or clients changed
+
+  void apply_client(const ClientRecord& c);
+  void apply_pool(const PoolRecord& p);
+  void apply_actor(const ActorRecord& a);
+  void apply_accept(const TaskRecord& t);
+  void apply_lease(const LeaseEvent& e);
+  void apply_finish(const FinishEvent& e);
+  void apply_requeue(uint64_t id);
+  void apply_forget(const std::vector<uint64_t>& ids);
+
+  // Loads tables and replays the journal; then puts every queued (and every
+  // formerly leased) task back in its mailbox in arrival order.
+  void recover(store::Loaded&& loaded);
+  // Replays one journal entry; throws on a corrupt entry.
+  void replay(std::string_view entry);
+  store::Compaction compaction();
+};
+
+}  // namespace spotlight::head

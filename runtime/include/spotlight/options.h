@@ -1,0 +1,46 @@
+// Placement and call options.
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+namespace spotlight {
+
+// Where the members of a pool (or a lone actor) may run.
+struct Placement {
+  std::string market = "any";  // "reserved", "spot" or "any"
+  int slots_per_actor = 1;     // slots one member occupies on its node
+  int size = 1;                // members in the pool; a lone actor is a pool of one
+  int prefetch = 16;           // tasks a member may hold leased ahead of running them
+
+  Placement& slots(int n) { slots_per_actor = n; return *this; }
+  Placement& members(int n) { size = n; return *this; }
+  Placement& ahead(int n) { prefetch = n; return *this; }
+};
+
+inline Placement on_market(std::string market) {
+  Placement p;
+  p.market = std::move(market);
+  return p;
+}
+
+struct ConnectOptions {
+  std::chrono::milliseconds heartbeat{250};
+  // How long connect() waits for the head to answer before throwing ConnectionError.
+  std::chrono::milliseconds connect_timeout{10000};
+};
+
+// A head and N nodes started as child processes on loopback.
+struct ClusterOptions {
+  int nodes = 2;
+  int slots = 2;                       // per node
+  std::string market = "reserved";     // of every node started here
+  std::vector<std::string> load;       // actor libraries each node loads (paths)
+  std::string store;                   // head store path; empty: a fresh temporary file
+  std::string spotlight_bin;           // path of the `spotlight` binary; empty: found beside this program
+  std::vector<std::string> head_args;  // extra `spotlight head` arguments
+  bool quiet = true;                   // send children's logs to files instead of stderr
+};
+
+}  // namespace spotlight

@@ -1,0 +1,136 @@
+// The Spotlight runtime's client API.
+//
+//   auto cluster = spotlight::local_cluster({.nodes = 2, .load = {"libhello_actors.so"}});
+//   auto rt = cluster.connect();                         // or spotlight::connect("head:6380")
+//   auto counter = rt.spawn<Counter>("counter", spotlight::on_market("reserved"));
+//   spotlight::Future<int> f = counter.call(&Counter::add, 5);
+//   int v = f.get();
+//   auto squares = rt.pool<Square>("squares", spotlight::on_market("any").members(4));
+//
+// A call is accepted only once the head has committed it to its store; it
+// survives the loss of the node that runs it and a restart of the head.
+#pragma once
+
+#include <csignal>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <type_traits>
+
+#include "spotlight/actor.h"
+#include "spotlight/codec.h"
+#include "spotlight/errors.h"
+#include "spotlight/future.h"
+#include "spotlight/options.h"
+#include "spotlight/status.h"
+
+namespace spotlight {
+
+namespace detail {
+class Client;
+// Submits one call; the returned state resolves with its result.
+std::shared_ptr<FutureState> submit(Client& c, const std::string& mailbox, const std::string& method,
+                                    std::string args);
+}  // namespace detail
+
+// A handle to a lone actor or a pool: calls go to its mailbox, and whichever
+// member pulls a call runs it.
+template <class A>
+class ActorHandle {
+ public:
+  ActorHandle(std::shared_ptr<detail::Client> c, std::string mailbox)
+      : client_(std::move(c)), mailbox_(std::move(mailbox)) {}
+
+  template <class M, class... Args>
+  auto call(M method, Args&&... args) {
+    using Tr = detail::method_traits<M>;
+    static_assert(std::is_base_of_v<typename Tr::cls, A>, "method of another actor type");
+    using R = std::decay_t<typename Tr::ret>;
+    typename Tr::args tuple(std::forward<Args>(args)...);
+    return Future<R>(
+        detail::submit(*client_, mailbox_, detail::method_name(method), pack(tuple)));
+  }
+  const std::string& name() const { return mailbox_; }
+
+ private:
+  std::shared_ptr<detail::Client> client_;
+  std::string mailbox_;
+};
+
+class Runtime {
+ public:
+  explicit Runtime(std::shared_ptr<detail::Client> c) : client_(std::move(c)) {}
+
+  // A lone actor (a pool of one), placed on a slot that matches `where`.
+  template <class A>
+  ActorHandle<A> spawn(const std::string& name, Placement where = {}) {
+    where.size = 1;
+    create_pool(name, actor_type_name<A>(), where);
+    return ActorHandle<A>(client_, name);
+  }
+  // A pool of `where.size` actors of type A sharing one mailbox. Members that
+  // find no free slot wait for one; a node that joins later takes them.
+  template <class A>
+  ActorHandle<A> pool(const std::string& name, Placement where) {
+    create_pool(name, actor_type_name<A>(), where);
+    return ActorHandle<A>(client_, name);
+  }
+  // Creates the pool (idempotent for the same type); returns once committed.
+  void create_pool(const std::string& name, const std::string& type, const Placement& where);
+
+  // A call by names, for tools and for types this program does not link.
+  template <class R, class... Args>
+  Future<R> call(const std::string& mailbox, const std::string& method, Args&&... args) {
+    return Future<R>(detail::submit(*client_, mailbox, method,
+                                    pack(std::make_tuple(std::forward<Args>(args)...))));
+  }
+
+  ClusterStatus status();
+  // Asks the head to stop every node and itself.
+  void stop_cluster();
+  const std::string& address() const;
+  // Calls accepted or sent and not yet answered.
+  size_t pending() const;
+
+ private:
+  std::shared_ptr<detail::Client> client_;
+};
+
+// Connects to a head at "HOST:PORT" (or "tcp://HOST:PORT"); throws ConnectionError.
+Runtime connect(const std::string& address, ConnectOptions options = {});
+
+// One-shot requests that need no client session (what `spotlight status` and
+// `spotlight stop` use); throw ConnectionError when the head does not answer.
+ClusterStatus cluster_status(const std::string& address,
+                             std::chrono::milliseconds timeout = std::chrono::seconds(5));
+void stop_cluster(const std::string& address,
+                  std::chrono::milliseconds timeout = std::chrono::seconds(5));
+
+// A head and N nodes as child processes on loopback: everything on one machine, no set-up.
+class LocalCluster {
+ public:
+  explicit LocalCluster(ClusterOptions options);
+  LocalCluster(LocalCluster&&) noexcept;
+  LocalCluster& operator=(LocalCluster&&) noexcept;
+  ~LocalCluster();  // stops the cluster
+
+  const std::string& address() const;  // "127.0.0.1:PORT"
+  Runtime connect(ConnectOptions options = {}) const;
+  // Starts one more node; returns its index.
+  int add_node(int slots, const std::string& market);
+  void kill_node(int index, int signal = SIGKILL);
+  int node_count() const;
+  // Kills the head (kill -9 by default) and starts it again on the same store and port.
+  void kill_head(int signal = SIGKILL);
+  void start_head();
+  const std::string& store_path() const;
+  void stop();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+LocalCluster local_cluster(ClusterOptions options = {});
+
+}  // namespace spotlight

@@ -1,0 +1,59 @@
+// What `spotlight status` shows: the cluster as the head sees it.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <msgpack.hpp>
+
+namespace spotlight {
+
+struct NodeStatus {
+  std::string id;
+  std::string host;
+  std::string market;
+  std::string state;  // alive, dead
+  int32_t slots = 0;
+  int32_t used = 0;
+  int64_t pid = 0;
+  int64_t last_heartbeat_ms = 0;  // milliseconds since the head last heard from it
+  uint64_t running = 0;           // tasks leased to its actors
+  MSGPACK_DEFINE(id, host, market, state, slots, used, pid, last_heartbeat_ms, running)
+};
+
+struct ActorStatus {
+  uint64_t id = 0;
+  std::string pool;
+  std::string node;   // empty while waiting for a slot
+  std::string state;  // pending, placing, ready
+  uint32_t incarnation = 0;
+  uint64_t leased = 0;
+  uint64_t completed = 0;
+  MSGPACK_DEFINE(id, pool, node, state, incarnation, leased, completed)
+};
+
+struct PoolStatus {
+  std::string name;
+  std::string type;
+  std::string market;
+  int32_t size = 0;
+  int32_t placed = 0;
+  uint64_t queued = 0;  // mailbox depth: accepted, not yet leased
+  uint64_t leased = 0;
+  MSGPACK_DEFINE(name, type, market, size, placed, queued, leased)
+};
+
+struct ClusterStatus {
+  uint64_t boot = 0;  // grows on every head start over the same store
+  std::string store;
+  std::vector<NodeStatus> nodes;
+  std::vector<PoolStatus> pools;
+  std::vector<ActorStatus> actors;
+  uint64_t tasks_live = 0;  // accepted and not yet acknowledged by their caller
+  std::map<std::string, uint64_t> counters;  // bad frames by reason, calls, results...
+  MSGPACK_DEFINE(boot, store, nodes, pools, actors, tasks_live, counters)
+};
+
+}  // namespace spotlight

@@ -1,0 +1,62 @@
+// One hosted actor: its instance and the thread that runs its tasks in order.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "spotlight/actor.h"
+#include "transport/socket.h"
+#include "wire/messages.h"
+
+namespace spotlight::node {
+
+// What actor threads hand back to the node's loop; poking `waker` wakes it.
+class Outgoing {
+ public:
+  void done(wire::Completion c);
+  void placed(wire::Placed p);
+  // Takes everything queued so far.
+  void take(std::vector<wire::Completion>& done, std::vector<wire::Placed>& placed);
+  int fd() const { return waker_.fd(); }
+  void drain_wakeups() { waker_.drain(); }
+
+ private:
+  std::mutex mu_;
+  std::vector<wire::Completion> done_;
+  std::vector<wire::Placed> placed_;
+  transport::Waker waker_;
+};
+
+class ActorHost {
+ public:
+  // Constructs the actor on its own thread and reports Placed through `out`.
+  ActorHost(uint64_t actor_id, uint32_t incarnation, const detail::ActorTypeInfo& type, Outgoing& out);
+  // Lets the running task finish, drops the queued ones, joins the thread.
+  ~ActorHost();
+  ActorHost(const ActorHost&) = delete;
+  ActorHost& operator=(const ActorHost&) = delete;
+
+  void push(wire::Task t);
+  uint32_t incarnation() const { return incarnation_; }
+
+ private:
+  void loop();
+  wire::Completion run(wire::Task& t);
+
+  uint64_t id_;
+  uint32_t incarnation_;
+  const detail::ActorTypeInfo& type_;
+  Outgoing& out_;
+  std::shared_ptr<void> instance_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<wire::Task> queue_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+}  // namespace spotlight::node

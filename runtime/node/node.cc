@@ -1,0 +1,162 @@
+#include "node/node.h"
+
+#include <dlfcn.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include "common/ids.h"
+
+namespace spotlight::node {
+
+void load_actor_library(const std::string& path) {
+  // RTLD_GLOBAL: the library's types register in libspotlight_runtime's registry.
+  if (!dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL)) {
+    throw std::runtime_error("cannot load actor library " + path + ": " + dlerror());
+  }
+}
+
+Node::Node(NodeOptions options) : opt_(std::move(options)) {
+  if (opt_.node_id.empty()) opt_.node_id = common::hostname() + "-" + std::to_string(getpid());
+  dealer_ = transport::make_dealer(transport::endpoint(opt_.head), opt_.node_id);
+}
+
+Node::~Node() { hosts_.clear(); }
+
+void Node::send(const std::string& frame) {
+  if (transport::send(dealer_, frame)) last_sent_ = transport::Clock::now();
+}
+
+void Node::say_hello() {
+  wire::HelloNode h{opt_.node_id, common::hostname(), getpid(), opt_.market, opt_.slots,
+                    detail::actor_type_names(), session_};
+  send(wire::encode(h));
+  last_hello_ = transport::Clock::now();
+}
+
+void Node::reset_session(const char* why) {
+  spdlog::warn("node {}: {}; dropping {} actors and saying hello again", opt_.node_id, why,
+               hosts_.size());
+  hosts_.clear();
+  welcomed_ = false;
+  ++session_;
+  std::vector<wire::Completion> stale_done;
+  std::vector<wire::Placed> stale_placed;
+  out_.take(stale_done, stale_placed);  // leases of the old session are void
+  say_hello();
+}
+
+void Node::run() {
+  spdlog::info("node {} joining {} as {} with {} slots", opt_.node_id, opt_.head, opt_.market,
+               opt_.slots);
+  last_heard_ = transport::Clock::now();
+  say_hello();
+  zmq::pollitem_t items[] = {{dealer_.handle(), 0, ZMQ_POLLIN, 0},
+                             {nullptr, out_.fd(), ZMQ_POLLIN, 0}};
+  while (!shutdown_ && !stop_requested_.load()) {
+    try {
+      zmq::poll(items, 2, welcomed_ ? opt_.heartbeat : std::chrono::milliseconds(20));
+    } catch (const zmq::error_t& e) {
+      if (e.num() != EINTR) throw;
+    }
+    while (auto m = transport::try_recv(dealer_)) {
+      last_heard_ = transport::Clock::now();
+      handle(*m);
+      if (shutdown_) break;
+    }
+    send_outgoing();
+    auto now = transport::Clock::now();
+    // Until welcomed, hello again often: a hello sent before the connection was up is dropped.
+    if (!welcomed_ && now - last_hello_ > std::chrono::milliseconds(100)) say_hello();
+    if (welcomed_ && now - last_heard_ > head_liveness_) reset_session("the head went silent");
+    if (now - last_sent_ >= opt_.heartbeat) send(wire::encode(wire::Heartbeat{boot_}));
+  }
+  spdlog::info("node {} leaving", opt_.node_id);
+}
+
+void Node::handle(zmq::message_t& m) {
+  using wire::MsgType;
+  try {
+    wire::Envelope env = wire::decode(std::string_view(static_cast<const char*>(m.data()), m.size()));
+    switch (env.type) {
+      case MsgType::kWelcome: {
+        auto w = env.body<wire::Welcome>();
+        if (welcomed_ && w.boot == boot_) break;  // answer to a repeated hello
+        boot_ = w.boot;
+        welcomed_ = true;
+        head_liveness_ = std::max(std::chrono::milliseconds(3 * w.liveness_ms),
+                                  std::chrono::milliseconds(3000));
+        spdlog::info("node {} welcomed by head (boot {})", opt_.node_id, boot_);
+        break;
+      }
+      case MsgType::kHeartbeat: {
+        auto hb = env.body<wire::Heartbeat>();
+        if (welcomed_ && hb.boot != boot_) reset_session("the head restarted");
+        break;
+      }
+      case MsgType::kPlace:
+        if (welcomed_) on_place(env.body<wire::Place>());
+        break;
+      case MsgType::kTasks:
+        if (welcomed_) {
+          auto tasks = env.body<wire::Tasks>();
+          on_tasks(tasks);
+        }
+        break;
+      case MsgType::kShutdown: shutdown_ = true; break;
+      case MsgType::kError: {
+        auto e = env.body<wire::Error>();
+        if (e.code == static_cast<int32_t>(wire::ErrorCode::kUnknownPeer)) {
+          if (welcomed_) reset_session("the head does not know this node");
+        } else {
+          spdlog::warn("head reports: {} ({})", e.message,
+                       wire::to_string(static_cast<wire::ErrorCode>(e.code)));
+        }
+        break;
+      }
+      default:
+        spdlog::warn("node: unexpected {} from head", wire::to_string(env.type));
+        send(wire::encode(wire::Error{static_cast<int32_t>(wire::ErrorCode::kBadRequest),
+                                      std::string("a node does not serve ") + wire::to_string(env.type)},
+                          env.request_id));
+    }
+  } catch (const wire::WireError& e) {
+    spdlog::warn("node: bad frame from head: {}", e.what());
+    send(wire::encode(wire::Error{static_cast<int32_t>(e.code), e.what()}));
+  }
+}
+
+void Node::on_place(const wire::Place& p) {
+  const detail::ActorTypeInfo* type = detail::find_actor_type(p.type);
+  if (!type) {
+    out_.placed(wire::Placed{p.actor_id, p.incarnation, false,
+                             "actor type " + p.type + " is not loaded on this node"});
+    return;
+  }
+  hosts_.erase(p.actor_id);  // an older incarnation, if any, goes first
+  hosts_[p.actor_id] = std::make_unique<ActorHost>(p.actor_id, p.incarnation, *type, out_);
+}
+
+void Node::on_tasks(wire::Tasks& t) {
+  for (auto& task : t.tasks) {
+    auto it = hosts_.find(task.actor_id);
+    if (it == hosts_.end()) {
+      spdlog::warn("task {} for actor {} that this node does not host: dropped", task.id, task.actor_id);
+      continue;
+    }
+    it->second->push(std::move(task));
+  }
+}
+
+void Node::send_outgoing() {
+  out_.drain_wakeups();
+  std::vector<wire::Completion> done;
+  std::vector<wire::Placed> placed;
+  out_.take(done, placed);
+  for (const auto& p : placed) send(wire::encode(p));
+  if (done.empty()) return;
+  wire::Done batch;
+  batch.done = std::move(done);
+  send(wire::encode(batch));
+}
+
+}  // namespace spotlight::node

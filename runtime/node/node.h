@@ -1,0 +1,63 @@
+// A node: the process `spotlight join` runs on each machine. It says hello to
+// the head, hosts the actors the head places on its slots, runs the tasks the
+// head leases to them, and sends the results back in batches.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "node/actor_host.h"
+#include "transport/socket.h"
+#include "wire/envelope.h"
+
+namespace spotlight::node {
+
+struct NodeOptions {
+  std::string head;  // HOST:PORT of the head
+  std::string market = "spot";
+  int slots = 1;
+  std::string node_id;  // default: host-pid
+  std::chrono::milliseconds heartbeat{250};
+};
+
+// Loads an actor library (dlopen); throws std::runtime_error with dlerror().
+void load_actor_library(const std::string& path);
+
+class Node {
+ public:
+  explicit Node(NodeOptions options);
+  ~Node();
+  // Serves until the head says Shutdown or request_stop() is called.
+  void run();
+  void request_stop() { stop_requested_.store(true); }
+  const std::string& id() const { return opt_.node_id; }
+
+ private:
+  void say_hello();
+  void reset_session(const char* why);
+  void handle(zmq::message_t& m);
+  void on_place(const wire::Place& p);
+  void on_tasks(wire::Tasks& t);
+  void send_outgoing();
+  void send(const std::string& frame);
+
+  NodeOptions opt_;
+  zmq::socket_t dealer_;
+  Outgoing out_;
+  std::map<uint64_t, std::unique_ptr<ActorHost>> hosts_;
+  bool welcomed_ = false;
+  uint64_t boot_ = 0;
+  uint32_t session_ = 0;
+  std::chrono::milliseconds head_liveness_{3000};
+  transport::Clock::time_point last_heard_;
+  transport::Clock::time_point last_hello_;
+  transport::Clock::time_point last_sent_;
+  std::atomic<bool> stop_requested_{false};
+  bool shutdown_ = false;
+};
+
+}  // namespace spotlight::node

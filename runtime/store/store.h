@@ -1,0 +1,107 @@
+// The head's durable store. The head keeps its working state in memory and
+// writes every change to the store before acknowledging it: each event-loop
+// turn appends ONE journal entry (all events of the turn, group-committed in
+// one transaction); from time to time the live state is compacted into
+// tables and the journal is truncated. Opening a store reads the tables and
+// the journal back, so a restarted head resumes where the last commit left it.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "spotlight/codec.h"
+
+namespace spotlight::store {
+
+struct PoolRecord {
+  std::string name;
+  std::string type;
+  std::string market;
+  int32_t size = 1;
+  int32_t slots_per_actor = 1;
+  int32_t prefetch = 16;
+  MSGPACK_DEFINE(name, type, market, size, slots_per_actor, prefetch)
+};
+
+struct ActorRecord {
+  uint64_t id = 0;
+  std::string pool;
+  uint32_t index = 0;
+  uint32_t incarnation = 0;  // grows on every placement
+  MSGPACK_DEFINE(id, pool, index, incarnation)
+};
+
+struct ClientRecord {
+  std::string uuid;
+  uint32_t num = 0;
+  MSGPACK_DEFINE(uuid, num)
+};
+
+enum class TaskState : int32_t { kQueued = 0, kLeased = 1, kDone = 2 };
+}  // namespace spotlight::store
+MSGPACK_ADD_ENUM(spotlight::store::TaskState);
+namespace spotlight::store {
+
+struct TaskRecord {
+  uint64_t id = 0;
+  uint64_t ord = 0;  // arrival order at the head: FIFO within a mailbox
+  uint32_t caller = 0;
+  std::string mailbox;
+  std::string method;
+  Blob args;
+  TaskState state = TaskState::kQueued;
+  uint64_t epoch = 0;  // lease epoch while leased
+  uint64_t actor = 0;
+  std::string node;
+  uint32_t attempts = 0;
+  bool ok = false;
+  int32_t kind = 0;
+  std::string error_type;
+  Blob result;
+  MSGPACK_DEFINE(id, ord, caller, mailbox, method, args, state, epoch, actor, node, attempts, ok,
+                 kind, error_type, result)
+};
+
+struct Loaded {
+  uint64_t boot = 0;  // this start's number: one more than the last
+  std::vector<PoolRecord> pools;
+  std::vector<ActorRecord> actors;
+  std::vector<ClientRecord> clients;
+  std::vector<TaskRecord> tasks;
+  std::vector<std::string> journal;  // entries after the last compaction, oldest first
+};
+
+struct Compaction {
+  std::vector<PoolRecord> pools;    // all of them
+  std::vector<ActorRecord> actors;  // all of them
+  std::vector<ClientRecord> clients;
+  std::vector<TaskRecord> upsert;  // live tasks changed since the last compaction
+  std::vector<uint64_t> erase;     // tasks gone since the last compaction
+};
+
+class Store {
+ public:
+  virtual ~Store() = default;
+  // Reads everything back and records a new boot.
+  virtual Loaded open() = 0;
+  // Appends one journal entry and commits it.
+  virtual void append(std::string_view entry) = 0;
+  // Replaces the journal by the tables, in one transaction.
+  virtual void compact(const Compaction& c) = 0;
+  virtual size_t journal_entries() const = 0;
+  virtual std::string path() const = 0;
+};
+
+enum class Durability {
+  kProcess,  // survives kill -9 of the head (WAL, synchronous=NORMAL)
+  kMachine,  // also survives power loss: fsync on every commit (synchronous=FULL)
+};
+
+// Throws std::runtime_error with the reason when the file cannot be used
+// (unreadable, not a Spotlight store, or held by another running head).
+std::unique_ptr<Store> open_sqlite(const std::string& path, Durability d = Durability::kProcess);
+
+}  // namespace spotlight::store

@@ -1,0 +1,66 @@
+// ZeroMQ plumbing shared by head, node and client: endpoints, socket set-up,
+// a wake-up file descriptor, and multipart receive helpers.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <zmq.hpp>
+
+namespace spotlight::transport {
+
+// The process's one ZeroMQ context (one I/O thread).
+zmq::context_t& context();
+
+// "host:port", "tcp://host:port" or "ipc://path" -> a ZeroMQ endpoint.
+std::string endpoint(const std::string& address);
+
+// Default frame size limit: 64 MiB.
+inline constexpr size_t kDefaultMaxFrame = 64u << 20;
+
+// A ROUTER bound to `endpoint` (port 0 picks a free port); returns the port bound.
+zmq::socket_t make_router(const std::string& bind_endpoint, size_t max_frame, int* port_out);
+// A DEALER with a fixed routing id, so the head recognises it across reconnects.
+// With `immediate`, sends fail while no connection is up (the sender keeps the
+// message and says hello again); without, they queue until one is.
+zmq::socket_t make_dealer(const std::string& connect_endpoint, const std::string& routing_id,
+                          bool immediate = true);
+
+// An eventfd another thread can poke to wake a zmq_poll loop.
+class Waker {
+ public:
+  Waker();
+  ~Waker();
+  Waker(const Waker&) = delete;
+  Waker& operator=(const Waker&) = delete;
+  void notify();
+  void drain();
+  int fd() const { return fd_; }
+
+ private:
+  int fd_;
+};
+
+// Non-blocking receive of one message from a DEALER; nullopt when none is waiting.
+std::optional<zmq::message_t> try_recv(zmq::socket_t& s);
+
+// Non-blocking receive of [identity, payload] from a ROUTER. Extra frames are
+// drained and reported through `extra_frames`.
+struct RoutedMessage {
+  std::string peer;
+  zmq::message_t payload;
+  size_t extra_frames = 0;
+};
+std::optional<RoutedMessage> try_recv_routed(zmq::socket_t& s);
+
+// Sends to a ROUTER peer; false when the peer is gone (ROUTER_MANDATORY).
+bool send_routed(zmq::socket_t& s, const std::string& peer, const std::string& payload);
+// Sends on a DEALER; false when the message could not be queued.
+bool send(zmq::socket_t& s, const std::string& payload);
+
+using Clock = std::chrono::steady_clock;
+inline int64_t ms_since(Clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t).count();
+}
+
+}  // namespace spotlight::transport

@@ -1,0 +1,218 @@
+// Every message of the protocol: its type number and its msgpack body.
+// A message on the wire is the envelope [version, type, request id, body]
+// (envelope.h). Bump kProtocolVersion on any incompatible change to a body.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "spotlight/codec.h"
+#include "spotlight/status.h"
+
+namespace spotlight::wire {
+
+inline constexpr uint16_t kProtocolVersion = 1;
+
+enum class MsgType : uint16_t {
+  kError = 1,
+  kHelloNode = 2,
+  kHelloClient = 3,
+  kWelcome = 4,
+  kHeartbeat = 5,
+  kCreatePool = 10,
+  kPoolCreated = 11,
+  kCalls = 20,
+  kAccepted = 21,
+  kResults = 22,
+  kAckResults = 23,
+  kPlace = 30,
+  kPlaced = 31,
+  kTasks = 32,
+  kDone = 33,
+  kStatusRequest = 40,
+  kStatus = 41,
+  kStop = 42,
+  kShutdown = 43,
+  kOk = 44,
+};
+
+const char* to_string(MsgType t);
+bool is_known(uint16_t type);
+
+// Why a frame or a request was refused.
+enum class ErrorCode : int32_t {
+  kMalformed = 1,    // not msgpack, or not an envelope, or a body of the wrong shape
+  kBadVersion = 2,   // another protocol version
+  kUnknownType = 3,  // a message type this peer does not know
+  kOversized = 4,    // over the frame size limit
+  kUnknownPeer = 5,  // a peer that has not said hello (e.g. after a head restart)
+  kBadRequest = 6,   // a well-formed request that cannot be served
+};
+const char* to_string(ErrorCode c);
+
+struct Error {
+  int32_t code = 0;
+  std::string message;
+  MSGPACK_DEFINE(code, message)
+};
+
+struct HelloNode {
+  std::string node_id;
+  std::string host;
+  int64_t pid = 0;
+  std::string market;
+  int32_t slots = 0;
+  std::vector<std::string> types;  // actor types this node can host
+  uint32_t session = 0;  // grows each time the node drops its actors and says hello again
+  MSGPACK_DEFINE(node_id, host, pid, market, slots, types, session)
+};
+
+struct HelloClient {
+  std::string client_id;
+  MSGPACK_DEFINE(client_id)
+};
+
+struct Welcome {
+  uint64_t boot = 0;
+  uint32_t client_num = 0;  // clients only: the prefix of their task ids
+  int32_t heartbeat_ms = 0;
+  int32_t liveness_ms = 0;
+  uint64_t max_frame = 0;
+  MSGPACK_DEFINE(boot, client_num, heartbeat_ms, liveness_ms, max_frame)
+};
+
+struct Heartbeat {
+  uint64_t boot = 0;
+  MSGPACK_DEFINE(boot)
+};
+
+struct CreatePool {
+  std::string name;
+  std::string type;
+  std::string market;
+  int32_t size = 1;
+  int32_t slots_per_actor = 1;
+  int32_t prefetch = 16;
+  MSGPACK_DEFINE(name, type, market, size, slots_per_actor, prefetch)
+};
+
+struct PoolCreated {
+  std::string name;
+  bool ok = false;
+  std::string error;
+  MSGPACK_DEFINE(name, ok, error)
+};
+
+struct Call {
+  uint64_t id = 0;  // (client number << 40) | sequence: resubmission is idempotent
+  std::string mailbox;
+  std::string method;
+  Blob args;
+  MSGPACK_DEFINE(id, mailbox, method, args)
+};
+struct Calls {
+  std::vector<Call> calls;
+  MSGPACK_DEFINE(calls)
+};
+
+struct Accepted {
+  std::vector<uint64_t> ids;
+  MSGPACK_DEFINE(ids)
+};
+
+struct Result {
+  uint64_t id = 0;
+  bool ok = false;
+  int32_t kind = 0;  // spotlight::ErrorKind when !ok
+  std::string error_type;
+  Blob payload;  // msgpack value when ok, else the error message
+  MSGPACK_DEFINE(id, ok, kind, error_type, payload)
+};
+struct Results {
+  std::vector<Result> results;
+  MSGPACK_DEFINE(results)
+};
+
+struct AckResults {
+  std::vector<uint64_t> ids;
+  MSGPACK_DEFINE(ids)
+};
+
+struct Place {
+  uint64_t actor_id = 0;
+  std::string pool;
+  std::string type;
+  uint32_t incarnation = 0;
+  int32_t prefetch = 1;
+  MSGPACK_DEFINE(actor_id, pool, type, incarnation, prefetch)
+};
+
+struct Placed {
+  uint64_t actor_id = 0;
+  uint32_t incarnation = 0;
+  bool ok = false;
+  std::string error;
+  MSGPACK_DEFINE(actor_id, incarnation, ok, error)
+};
+
+struct Task {
+  uint64_t id = 0;
+  uint64_t actor_id = 0;
+  uint64_t epoch = 0;  // lease epoch: a completion must present it
+  std::string method;
+  Blob args;
+  uint32_t attempt = 1;
+  MSGPACK_DEFINE(id, actor_id, epoch, method, args, attempt)
+};
+struct Tasks {
+  std::vector<Task> tasks;
+  MSGPACK_DEFINE(tasks)
+};
+
+struct Completion {
+  uint64_t id = 0;
+  uint64_t actor_id = 0;
+  uint64_t epoch = 0;
+  bool ok = false;
+  int32_t kind = 0;
+  std::string error_type;
+  Blob payload;
+  MSGPACK_DEFINE(id, actor_id, epoch, ok, kind, error_type, payload)
+};
+struct Done {
+  std::vector<Completion> done;
+  MSGPACK_DEFINE(done)
+};
+
+struct Empty {
+  MSGPACK_DEFINE()
+};
+
+// Message type of each body, for encode<T>().
+template <class T>
+struct type_of;
+#define SPOTLIGHT_WIRE_TYPE_(T, V) \
+  template <>                       \
+  struct type_of<T> {               \
+    static constexpr MsgType value = MsgType::V; \
+  };
+SPOTLIGHT_WIRE_TYPE_(Error, kError)
+SPOTLIGHT_WIRE_TYPE_(HelloNode, kHelloNode)
+SPOTLIGHT_WIRE_TYPE_(HelloClient, kHelloClient)
+SPOTLIGHT_WIRE_TYPE_(Welcome, kWelcome)
+SPOTLIGHT_WIRE_TYPE_(Heartbeat, kHeartbeat)
+SPOTLIGHT_WIRE_TYPE_(CreatePool, kCreatePool)
+SPOTLIGHT_WIRE_TYPE_(PoolCreated, kPoolCreated)
+SPOTLIGHT_WIRE_TYPE_(Calls, kCalls)
+SPOTLIGHT_WIRE_TYPE_(Accepted, kAccepted)
+SPOTLIGHT_WIRE_TYPE_(Results, kResults)
+SPOTLIGHT_WIRE_TYPE_(AckResults, kAckResults)
+SPOTLIGHT_WIRE_TYPE_(Place, kPlace)
+SPOTLIGHT_WIRE_TYPE_(Placed, kPlaced)
+SPOTLIGHT_WIRE_TYPE_(Tasks, kTasks)
+SPOTLIGHT_WIRE_TYPE_(Done, kDone)
+SPOTLIGHT_WIRE_TYPE_(ClusterStatus, kStatus)
+#undef SPOTLIGHT_WIRE_TYPE_
+
+}  // namespace spotlight::wire

@@ -1,0 +1,165 @@
+// `spotlight bench`: runtime microbenchmarks under Ray's metric names, with the
+// raw ZeroMQ ceiling on loopback measured in the same run.
+#include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <thread>
+#include <zmq.hpp>
+
+#include "spotlight/spotlight.h"
+#include "tools/spotlight/bench_actors.h"
+#include "tools/spotlight/commands.h"
+
+namespace spotlight::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+// DEALER -> ROUTER request/reply over TCP loopback, one at a time.
+double zmq_roundtrips(int n) {
+  zmq::context_t ctx(1);
+  zmq::socket_t router(ctx, zmq::socket_type::router);
+  router.bind("tcp://127.0.0.1:*");
+  std::string ep = router.get(zmq::sockopt::last_endpoint);
+  std::thread server([&] {
+    for (int i = 0; i < n; ++i) {
+      zmq::message_t id, body;
+      (void)router.recv(id);
+      (void)router.recv(body);
+      router.send(id, zmq::send_flags::sndmore);
+      router.send(body, zmq::send_flags::none);
+    }
+  });
+  zmq::socket_t dealer(ctx, zmq::socket_type::dealer);
+  dealer.connect(ep);
+  std::string payload(32, 'x');
+  auto t0 = Clock::now();
+  for (int i = 0; i < n; ++i) {
+    dealer.send(zmq::buffer(payload));
+    zmq::message_t reply;
+    (void)dealer.recv(reply);
+  }
+  double s = seconds_since(t0);
+  server.join();
+  return n / s;
+}
+
+// PUSH -> PULL of 100-byte messages over TCP loopback.
+double zmq_oneway(int n) {
+  zmq::context_t ctx(1);
+  zmq::socket_t pull(ctx, zmq::socket_type::pull);
+  pull.bind("tcp://127.0.0.1:*");
+  std::string ep = pull.get(zmq::sockopt::last_endpoint);
+  zmq::socket_t push(ctx, zmq::socket_type::push);
+  push.connect(ep);
+  zmq::message_t first;
+  push.send(zmq::buffer(std::string(100, 'x')));
+  (void)pull.recv(first);  // connection is up before the clock starts
+  std::thread sender([&] {
+    std::string payload(100, 'x');
+    for (int i = 0; i < n; ++i) push.send(zmq::buffer(payload));
+  });
+  auto t0 = Clock::now();
+  for (int i = 0; i < n; ++i) {
+    zmq::message_t m;
+    (void)pull.recv(m);
+  }
+  double s = seconds_since(t0);
+  sender.join();
+  return n / s;
+}
+
+double calls_sync(ActorHandle<bench::Echo>& h, int n) {
+  auto t0 = Clock::now();
+  for (int i = 0; i < n; ++i) {
+    if (h.call(&bench::Echo::ping, i).get() != i) throw std::runtime_error("wrong echo");
+  }
+  return n / seconds_since(t0);
+}
+
+// Pipelined: keeps up to `window` calls in flight, like Ray's async benchmark.
+double calls_async(ActorHandle<bench::Echo>& h, int n, int window = 10000) {
+  std::vector<Future<int64_t>> futures(n);
+  auto t0 = Clock::now();
+  int waited = 0;
+  for (int i = 0; i < n; ++i) {
+    futures[i] = h.call(&bench::Echo::ping, i);
+    if (i - waited >= window) {
+      if (futures[waited].get() != waited) throw std::runtime_error("wrong echo");
+      ++waited;
+    }
+  }
+  for (; waited < n; ++waited) {
+    if (futures[waited].get() != waited) throw std::runtime_error("wrong echo");
+  }
+  return n / seconds_since(t0);
+}
+
+}  // namespace
+
+void add_bench(CLI::App& app) {
+  auto json = std::make_shared<bool>(false);
+  auto sync_calls = std::make_shared<int>(20000);
+  auto async_calls = std::make_shared<int>(200000);
+  CLI::App* cmd = app.add_subcommand("bench", "Runtime microbenchmarks (Ray's metric names)");
+  cmd->add_flag("--json", *json, "End with one JSON line of the five figures");
+  cmd->add_option("--sync-calls", *sync_calls, "Calls in the synchronous runs")->check(CLI::Range(100, 100000000));
+  cmd->add_option("--async-calls", *async_calls, "Calls in the pipelined runs")->check(CLI::Range(100, 100000000));
+  cmd->callback([=] {
+    nlohmann::json out;
+    auto report = [&](const char* name, double v, const char* unit, double ceiling = 0) {
+      out[name] = std::round(v);
+      std::printf("%-26s %12.0f %s", name, v, unit);
+      if (ceiling > 0) std::printf("   (%.1f%% of the ZeroMQ ceiling)", 100.0 * v / ceiling);
+      std::printf("\n");
+      std::fflush(stdout);
+    };
+    std::printf("ZeroMQ ceiling on loopback (same machine, same run)\n");
+    double rt = zmq_roundtrips(*sync_calls);
+    report("zmq_roundtrips", rt, "round trips/s");
+    double ow = zmq_oneway(*async_calls * 5);
+    report("zmq_oneway", ow, "msgs/s (100 B)");
+
+    std::printf("Actor calls through a local cluster (head + 1 node, durable mailboxes)\n");
+    ClusterOptions co;
+    co.nodes = 1;
+    co.slots = 2;
+    auto cluster = local_cluster(co);
+    auto runtime = cluster.connect();
+    auto echo = runtime.spawn<bench::Echo>("bench-echo");
+    echo.call(&bench::Echo::ping, 0).get();  // placed and warm
+    report("1_1_actor_calls_sync", calls_sync(echo, *sync_calls), "calls/s", rt);
+    report("1_1_actor_calls_async", calls_async(echo, *async_calls), "calls/s", ow);
+
+    // n callers, each with its own connection, each calling its own actor.
+    const int n = 2;
+    std::vector<Runtime> callers;
+    std::vector<ActorHandle<bench::Echo>> actors;
+    for (int i = 0; i < n; ++i) {
+      callers.push_back(cluster.connect());
+      actors.push_back(callers.back().spawn<bench::Echo>("bench-echo-" + std::to_string(i)));
+      actors.back().call(&bench::Echo::ping, 0).get();
+    }
+    std::vector<std::thread> threads;
+    auto t0 = Clock::now();
+    for (int i = 0; i < n; ++i) {
+      threads.emplace_back([&, i] { calls_async(actors[i], *async_calls / n); });
+    }
+    for (auto& t : threads) t.join();
+    report("n_n_actor_calls_async", (*async_calls / n) * n / seconds_since(t0), "calls/s", ow);
+    cluster.stop();
+    if (*json) {
+      nlohmann::json five = {{"1_1_actor_calls_sync", out["1_1_actor_calls_sync"]},
+                             {"1_1_actor_calls_async", out["1_1_actor_calls_async"]},
+                             {"n_n_actor_calls_async", out["n_n_actor_calls_async"]},
+                             {"zmq_roundtrips", out["zmq_roundtrips"]},
+                             {"zmq_oneway", out["zmq_oneway"]}};
+      std::cout << five.dump() << std::endl;
+    }
+  });
+}
+
+}  // namespace spotlight::cli

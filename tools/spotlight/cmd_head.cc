@@ -1,0 +1,57 @@
+// `spotlight head`: runs the head until `spotlight stop` or SIGTERM/SIGINT.
+#include <csignal>
+#include <iostream>
+
+#include "common/ids.h"
+#include "common/log.h"
+#include "head/head.h"
+#include "tools/spotlight/commands.h"
+
+namespace spotlight::cli {
+namespace {
+head::Head* g_head = nullptr;
+void on_signal(int) {
+  if (g_head) g_head->request_stop();
+}
+}  // namespace
+
+void add_head(CLI::App& app) {
+  auto opt = std::make_shared<head::HeadOptions>();
+  auto sync = std::make_shared<std::string>("process");
+  auto hb = std::make_shared<int>(250), live = std::make_shared<int>(1000);
+  auto max_mib = std::make_shared<double>(64);
+  CLI::App* cmd = app.add_subcommand("head", "Run the head node (the cluster's truth)");
+  cmd->add_option("--port", opt->port, "Port to listen on (0: pick a free one)")->check(CLI::Range(0, 65535));
+  cmd->add_option("--bind", opt->bind_host, "Address to listen on");
+  cmd->add_option("--advertise", opt->advertise_host, "Host name printed in the join command");
+  cmd->add_option("--store", opt->store_path, "SQLite store of mailboxes, leases and results");
+  cmd->add_option("--sync", *sync, "Durability: process (survives kill -9) or machine (fsync per commit)")
+      ->check(CLI::IsMember({"process", "machine"}));
+  cmd->add_option("--heartbeat-ms", *hb, "Heartbeat interval")->check(CLI::Range(10, 60000));
+  cmd->add_option("--liveness-ms", *live, "A node silent this long is dead")->check(CLI::Range(50, 600000));
+  cmd->add_option("--max-frame-mib", *max_mib, "Largest frame accepted")->check(CLI::Range(0.001, 4096.0));
+  cmd->add_option("--port-file", opt->port_file, "Write the bound port to this file");
+  cmd->callback([=] {
+    common::init_logging("head");
+    head::HeadOptions o = *opt;
+    o.durability = *sync == "machine" ? store::Durability::kMachine : store::Durability::kProcess;
+    o.heartbeat = std::chrono::milliseconds(*hb);
+    o.liveness = std::chrono::milliseconds(*live);
+    o.max_frame = static_cast<size_t>(*max_mib * (1 << 20));
+    head::Head h(o);
+    g_head = &h;
+    std::signal(SIGTERM, on_signal);
+    std::signal(SIGINT, on_signal);
+    std::string host = o.advertise_host.empty() ? common::hostname() : o.advertise_host;
+    if (o.bind_host == "127.0.0.1") host = "127.0.0.1";
+    std::cout << "Spotlight head listening on port " << h.port() << " (boot " << h.boot()
+              << ", store " << o.store_path << ")\n"
+              << "Attach a machine with:\n  spotlight join " << host << ":" << h.port()
+              << " --market spot --slots 1 --load libyour_actors.so\n"
+              << std::flush;
+    h.run();
+    g_head = nullptr;
+  });
+}
+
+}  // namespace spotlight::cli

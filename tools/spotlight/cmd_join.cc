@@ -1,0 +1,44 @@
+// `spotlight join HOST:PORT`: runs a node that hosts actors on its slots.
+#include <csignal>
+
+#include "common/log.h"
+#include "node/node.h"
+#include "tools/spotlight/commands.h"
+
+namespace spotlight::cli {
+namespace {
+node::Node* g_node = nullptr;
+void on_signal(int) {
+  if (g_node) g_node->request_stop();
+}
+}  // namespace
+
+void add_join(CLI::App& app) {
+  auto opt = std::make_shared<node::NodeOptions>();
+  auto libs = std::make_shared<std::vector<std::string>>();
+  auto hb = std::make_shared<int>(250);
+  CLI::App* cmd = app.add_subcommand("join", "Attach this machine to a cluster as a node");
+  cmd->add_option("head", opt->head, "HOST:PORT of the head")->required();
+  cmd->add_option("--market", opt->market, "reserved or spot")->check(CLI::IsMember({"reserved", "spot"}));
+  cmd->add_option("--slots", opt->slots, "Actor slots on this machine")->check(CLI::Range(1, 4096));
+  cmd->add_option("--load", *libs, "Actor library (.so) to load; repeatable")->check(CLI::ExistingFile);
+  cmd->add_option("--id", opt->node_id, "Node id (default HOST-PID)");
+  cmd->add_option("--heartbeat-ms", *hb, "Heartbeat interval")->check(CLI::Range(10, 60000));
+  cmd->callback([=] {
+    common::init_logging("node");
+    if (opt->head.find(':') == std::string::npos) {
+      throw CLI::ValidationError("head", "expected HOST:PORT, got '" + opt->head + "'");
+    }
+    for (const auto& lib : *libs) node::load_actor_library(lib);
+    node::NodeOptions o = *opt;
+    o.heartbeat = std::chrono::milliseconds(*hb);
+    node::Node n(o);
+    g_node = &n;
+    std::signal(SIGTERM, on_signal);
+    std::signal(SIGINT, on_signal);
+    n.run();
+    g_node = nullptr;
+  });
+}
+
+}  // namespace spotlight::cli

@@ -1,0 +1,100 @@
+// `spotlight status` and `spotlight stop`.
+#include <cstdlib>
+#include <iomanip>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "spotlight/spotlight.h"
+#include "tools/spotlight/commands.h"
+
+namespace spotlight::cli {
+namespace {
+
+std::string default_address() {
+  const char* env = std::getenv("SPOTLIGHT_ADDRESS");
+  return env ? env : "127.0.0.1:6380";
+}
+
+nlohmann::json to_json(const ClusterStatus& s) {
+  nlohmann::json j;
+  j["boot"] = s.boot;
+  j["store"] = s.store;
+  j["tasks_live"] = s.tasks_live;
+  j["counters"] = s.counters;
+  for (const auto& n : s.nodes) {
+    j["nodes"].push_back({{"id", n.id}, {"host", n.host}, {"market", n.market}, {"state", n.state},
+                          {"slots", n.slots}, {"used", n.used}, {"pid", n.pid},
+                          {"last_heartbeat_ms", n.last_heartbeat_ms}, {"running", n.running}});
+  }
+  for (const auto& p : s.pools) {
+    j["pools"].push_back({{"name", p.name}, {"type", p.type}, {"market", p.market}, {"size", p.size},
+                          {"placed", p.placed}, {"queued", p.queued}, {"leased", p.leased}});
+  }
+  for (const auto& a : s.actors) {
+    j["actors"].push_back({{"id", a.id}, {"pool", a.pool}, {"node", a.node}, {"state", a.state},
+                           {"incarnation", a.incarnation}, {"leased", a.leased},
+                           {"completed", a.completed}});
+  }
+  return j;
+}
+
+void print_table(const ClusterStatus& s) {
+  std::cout << "head boot " << s.boot << ", store " << s.store << ", " << s.tasks_live
+            << " live tasks\n\nNODES\n";
+  std::cout << std::left << std::setw(28) << "id" << std::setw(10) << "market" << std::setw(8)
+            << "state" << std::setw(10) << "slots" << std::setw(10) << "running"
+            << "last heartbeat\n";
+  for (const auto& n : s.nodes) {
+    std::cout << std::setw(28) << n.id << std::setw(10) << n.market << std::setw(8) << n.state
+              << std::setw(10) << (std::to_string(n.used) + "/" + std::to_string(n.slots))
+              << std::setw(10) << n.running << n.last_heartbeat_ms << " ms ago\n";
+  }
+  std::cout << "\nPOOLS (mailboxes)\n"
+            << std::setw(20) << "name" << std::setw(16) << "type" << std::setw(10) << "market"
+            << std::setw(10) << "members" << std::setw(10) << "queued" << "leased\n";
+  for (const auto& p : s.pools) {
+    std::cout << std::setw(20) << p.name << std::setw(16) << p.type << std::setw(10) << p.market
+              << std::setw(10) << (std::to_string(p.placed) + "/" + std::to_string(p.size))
+              << std::setw(10) << p.queued << p.leased << "\n";
+  }
+  std::cout << "\nACTORS\n"
+            << std::setw(6) << "id" << std::setw(20) << "pool" << std::setw(28) << "node"
+            << std::setw(10) << "state" << std::setw(6) << "inc" << std::setw(8) << "leased"
+            << "completed\n";
+  for (const auto& a : s.actors) {
+    std::cout << std::setw(6) << a.id << std::setw(20) << a.pool << std::setw(28)
+              << (a.node.empty() ? "-" : a.node) << std::setw(10) << a.state << std::setw(6)
+              << a.incarnation << std::setw(8) << a.leased << a.completed << "\n";
+  }
+  if (!s.counters.empty()) {
+    std::cout << "\nCOUNTERS\n";
+    for (const auto& [k, v] : s.counters) std::cout << "  " << std::setw(30) << k << v << "\n";
+  }
+}
+
+}  // namespace
+
+void add_status(CLI::App& app) {
+  auto address = std::make_shared<std::string>(default_address());
+  auto json = std::make_shared<bool>(false);
+  CLI::App* st = app.add_subcommand("status", "Show nodes, actors, pools and mailbox depths");
+  st->add_option("--address", *address, "HOST:PORT of the head ($SPOTLIGHT_ADDRESS)");
+  st->add_flag("--json", *json, "Print one JSON object");
+  st->callback([=] {
+    ClusterStatus s = cluster_status(*address);
+    if (*json) {
+      std::cout << to_json(s).dump() << "\n";
+    } else {
+      print_table(s);
+    }
+  });
+  auto stop_address = std::make_shared<std::string>(default_address());
+  CLI::App* sp = app.add_subcommand("stop", "Stop every node and the head");
+  sp->add_option("--address", *stop_address, "HOST:PORT of the head ($SPOTLIGHT_ADDRESS)");
+  sp->callback([=] {
+    stop_cluster(*stop_address);
+    std::cout << "cluster at " << *stop_address << " stopped\n";
+  });
+}
+
+}  // namespace spotlight::cli

@@ -1,0 +1,11 @@
+// The subcommands of the `spotlight` CLI; each adds itself to the app.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace spotlight::cli {
+void add_head(CLI::App& app);
+void add_join(CLI::App& app);
+void add_status(CLI::App& app);  // status and stop
+void add_bench(CLI::App& app);
+}  // namespace spotlight::cli
