@@ -14,6 +14,9 @@ namespace spotlight::cli {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+// Tasks an actor may hold leased ahead of running them: deep enough that the
+// pipeline head -> node -> head never drains while calls are waiting.
+constexpr int kPrefetch = 1024;
 double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
@@ -124,23 +127,23 @@ void add_bench(CLI::App& app) {
     report("zmq_oneway", ow, "msgs/s (100 B)");
 
     std::printf("Actor calls through a local cluster (head + 1 node, durable mailboxes)\n");
+    const int n = 2;  // callers and actors in the n:n run
     ClusterOptions co;
     co.nodes = 1;
-    co.slots = 2;
+    co.slots = n + 1;
     auto cluster = local_cluster(co);
     auto runtime = cluster.connect();
-    auto echo = runtime.spawn<bench::Echo>("bench-echo");
+    auto echo = runtime.spawn<bench::Echo>("bench-echo", on_market("any").ahead(kPrefetch));
     echo.call(&bench::Echo::ping, 0).get();  // placed and warm
     report("1_1_actor_calls_sync", calls_sync(echo, *sync_calls), "calls/s", rt);
     report("1_1_actor_calls_async", calls_async(echo, *async_calls), "calls/s", ow);
 
     // n callers, each with its own connection, each calling its own actor.
-    const int n = 2;
     std::vector<Runtime> callers;
     std::vector<ActorHandle<bench::Echo>> actors;
     for (int i = 0; i < n; ++i) {
       callers.push_back(cluster.connect());
-      actors.push_back(callers.back().spawn<bench::Echo>("bench-echo-" + std::to_string(i)));
+      actors.push_back(callers.back().spawn<bench::Echo>("bench-echo-" + std::to_string(i), on_market("any").ahead(kPrefetch)));
       actors.back().call(&bench::Echo::ping, 0).get();
     }
     std::vector<std::thread> threads;
