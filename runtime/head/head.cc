@@ -24,6 +24,9 @@ Head::Head(HeadOptions options) : opt_(std::move(options)) {
   boot_ = loaded.boot;
   size_t journal = loaded.journal.size();
   state_.recover(std::move(loaded));
+  // Epochs carry the boot in their high bits: a lease of this boot can never
+  // be mistaken for one of an earlier boot, compacted or not.
+  state_.next_epoch = std::max(state_.next_epoch, boot_ << 32);
   size_t queued = 0;
   for (const auto& [_, p] : state_.pools) queued += p.queue.size();
   spdlog::info("store {}: boot {}, {} pools, {} actors, {} live tasks ({} queued), {} journal entries replayed",

@@ -15,7 +15,8 @@ void load_actor_library(const std::string& path) {
   }
 }
 
-Node::Node(NodeOptions options) : opt_(std::move(options)) {
+Node::Node(NodeOptions options)
+    : opt_(std::move(options)), session_(static_cast<uint32_t>(std::stoull(common::random_id().substr(0, 8), nullptr, 16))) {
   if (opt_.node_id.empty()) opt_.node_id = common::hostname() + "-" + std::to_string(getpid());
   dealer_ = transport::make_dealer(transport::endpoint(opt_.head), opt_.node_id);
 }

@@ -10,6 +10,17 @@ int main(int argc, char** argv) {
   spotlight::cli::add_join(app);
   spotlight::cli::add_status(app);
   spotlight::cli::add_bench(app);
+  auto known = [&](const char* name) {
+    try {
+      return app.get_subcommand(name) != nullptr;
+    } catch (const CLI::OptionNotFound&) {
+      return false;
+    }
+  };
+  if (argc > 1 && argv[1][0] != '-' && !known(argv[1])) {
+    std::cerr << "spotlight: unknown command '" << argv[1] << "' (try --help)\n";
+    return 2;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

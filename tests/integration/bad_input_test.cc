@@ -1,0 +1,148 @@
+// Bad input to the head and to a node: each gets a clear error, is counted,
+// and the process keeps serving.
+#include <gtest/gtest.h>
+
+#include "support/cluster.h"
+#include "support/test_actors.h"
+#include "common/process.h"
+#include "transport/socket.h"
+#include "wire/envelope.h"
+
+namespace spotlight {
+namespace {
+
+using testing::cluster_options;
+using testing_actors::Worker;
+
+// A raw DEALER that speaks to the head without the client library.
+class RawPeer {
+ public:
+  explicit RawPeer(const std::string& address)
+      : s_(transport::make_dealer(transport::endpoint(address), "raw-" + std::to_string(++n_), false)) {}
+  void send(const std::string& frame) { transport::send(s_, frame); }
+  // The next reply that is not a heartbeat.
+  std::optional<wire::Envelope> reply(std::chrono::milliseconds timeout = std::chrono::seconds(5)) {
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    zmq::pollitem_t items[] = {{s_.handle(), 0, ZMQ_POLLIN, 0}};
+    while (std::chrono::steady_clock::now() < deadline) {
+      zmq::poll(items, 1, std::chrono::milliseconds(50));
+      while (auto m = transport::try_recv(s_)) {
+        frames_.emplace_back(static_cast<const char*>(m->data()), m->size());
+        wire::Envelope env = wire::decode(frames_.back());
+        if (env.type != wire::MsgType::kHeartbeat) return env;
+      }
+    }
+    return std::nullopt;
+  }
+  wire::ErrorCode error_for(const std::string& frame) {
+    send(frame);
+    auto env = reply();
+    EXPECT_TRUE(env.has_value()) << "no reply";
+    if (!env) return wire::ErrorCode::kBadRequest;
+    EXPECT_EQ(env->type, wire::MsgType::kError);
+    auto e = env->body<wire::Error>();
+    EXPECT_FALSE(e.message.empty());
+    return static_cast<wire::ErrorCode>(e.code);
+  }
+
+ private:
+  static inline int n_ = 0;
+  zmq::socket_t s_;
+  std::deque<std::string> frames_;
+};
+
+TEST(BadInput, HeadAnswersEachBadFrameAndKeepsServing) {
+  auto opts = cluster_options(1);
+  opts.head_args = {"--max-frame-mib", "0.0625"};  // 64 KiB
+  LocalCluster cluster(opts);
+  RawPeer peer(cluster.address());
+  using wire::ErrorCode;
+  EXPECT_EQ(peer.error_for("\xc1 not msgpack"), ErrorCode::kMalformed);
+  EXPECT_EQ(peer.error_for(pack(std::make_tuple(1, 2))), ErrorCode::kMalformed);
+  EXPECT_EQ(peer.error_for(pack(std::make_tuple(wire::kProtocolVersion + 7, 2, 0, 0))),
+            ErrorCode::kBadVersion);
+  EXPECT_EQ(peer.error_for(pack(std::make_tuple(wire::kProtocolVersion, 4242, 0, 0))),
+            ErrorCode::kUnknownType);
+  std::string big = wire::encode(wire::HelloClient{std::string(200 * 1024, 'x')});
+  EXPECT_EQ(peer.error_for(big), ErrorCode::kOversized);
+  // A body of the wrong shape for its type.
+  EXPECT_EQ(peer.error_for(wire::encode_raw(wire::MsgType::kHelloNode, 0, pack(std::string("x")))),
+            ErrorCode::kMalformed);
+  // Calls before hello: the head does not know this peer.
+  EXPECT_EQ(peer.error_for(wire::encode(wire::Calls{})), ErrorCode::kUnknownPeer);
+  // A node hello with nonsense fields.
+  EXPECT_EQ(peer.error_for(wire::encode(wire::HelloNode{"n", "h", 1, "moon", 0, {}, 0})),
+            ErrorCode::kBadRequest);
+
+  // Still serving: a real client works, and the counters show each refusal.
+  auto rt = cluster.connect();
+  auto w = rt.spawn<Worker>("after-bad-input");
+  EXPECT_EQ(w.call(&Worker::twice, 21).get(), 42);
+  ClusterStatus s = rt.status();
+  EXPECT_GE(s.counters["error_malformed"], 3u);
+  EXPECT_EQ(s.counters["error_bad_version"], 1u);
+  EXPECT_EQ(s.counters["error_unknown_type"], 1u);
+  EXPECT_EQ(s.counters["error_oversized"], 1u);
+  EXPECT_GE(s.counters["error_unknown_peer"], 1u);
+  EXPECT_GE(s.counters["error_bad_request"], 1u);
+}
+
+TEST(BadInput, UnknownActorMethodAndArgumentsAreCounted) {
+  LocalCluster cluster(cluster_options(1));
+  auto rt = cluster.connect();
+  rt.spawn<Worker>("w");
+  EXPECT_THROW(rt.call<int64_t>("ghost", "twice", 1).get(), RejectedError);
+  EXPECT_THROW(rt.call<int64_t>("w", "ghost_method").get(), RejectedError);
+  EXPECT_THROW(rt.call<int64_t>("w", "twice", "x", "y").get(), RejectedError);
+  ClusterStatus s = rt.status();
+  EXPECT_EQ(s.counters["rejected_unknown_actor"], 1u);
+  EXPECT_EQ(s.counters["rejected_by_node"], 2u);
+  EXPECT_EQ(rt.call<int64_t>("w", "twice", 2).get(), 4);
+}
+
+// A node facing a head that sends garbage answers with errors and stays up.
+TEST(BadInput, NodeSurvivesBadFramesFromItsHead) {
+  int port = 0;
+  zmq::socket_t fake_head = transport::make_router("tcp://127.0.0.1:0", 1 << 20, &port);
+  pid_t node = common::spawn({SPOTLIGHT_TEST_BIN, "join", "127.0.0.1:" + std::to_string(port),
+                              "--market", "spot", "--slots", "1", "--heartbeat-ms", "50"},
+                             "");
+  auto recv = [&](std::chrono::milliseconds timeout) -> std::optional<std::pair<std::string, std::string>> {
+    zmq::pollitem_t items[] = {{fake_head.handle(), 0, ZMQ_POLLIN, 0}};
+    zmq::poll(items, 1, timeout);
+    auto m = transport::try_recv_routed(fake_head);
+    if (!m) return std::nullopt;
+    return std::make_pair(m->peer, std::string(static_cast<const char*>(m->payload.data()), m->payload.size()));
+  };
+  // Wait for its hello and welcome it.
+  std::string peer;
+  for (int i = 0; i < 200 && peer.empty(); ++i) {
+    auto m = recv(std::chrono::milliseconds(50));
+    if (m && wire::decode(m->second).type == wire::MsgType::kHelloNode) peer = m->first;
+  }
+  ASSERT_FALSE(peer.empty()) << "the node never said hello";
+  transport::send_routed(fake_head, peer, wire::encode(wire::Welcome{1, 0, 50, 1000, 1 << 20}));
+  transport::send_routed(fake_head, peer, "\xc1\xc1 garbage");
+  transport::send_routed(fake_head, peer, pack(std::make_tuple(wire::kProtocolVersion + 1, 5, 0, 0)));
+  transport::send_routed(fake_head, peer, wire::encode(wire::Tasks{{wire::Task{1, 99, 1, "x", {}, 1}}}));
+  transport::send_routed(fake_head, peer, wire::encode(wire::Place{7, "p", "NoSuchType", 1, 1}));
+  int errors = 0, placed_failures = 0, heartbeats_after = 0;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (std::chrono::steady_clock::now() < deadline && (errors < 2 || placed_failures < 1 || heartbeats_after < 3)) {
+    auto m = recv(std::chrono::milliseconds(100));
+    if (!m) continue;
+    wire::Envelope env = wire::decode(m->second);
+    if (env.type == wire::MsgType::kError) ++errors;
+    if (env.type == wire::MsgType::kPlaced && !env.body<wire::Placed>().ok) ++placed_failures;
+    if (env.type == wire::MsgType::kHeartbeat) ++heartbeats_after;
+  }
+  EXPECT_EQ(errors, 2) << "one error per bad frame";
+  EXPECT_EQ(placed_failures, 1) << "placing an unknown type is refused, not fatal";
+  EXPECT_GE(heartbeats_after, 3) << "the node is still alive";
+  EXPECT_EQ(common::wait_exit(node, std::chrono::milliseconds(0)), -1) << "the node exited";
+  transport::send_routed(fake_head, peer, wire::encode_empty(wire::MsgType::kShutdown));
+  EXPECT_EQ(common::wait_exit(node, std::chrono::seconds(10)), 0) << "shutdown is a clean exit";
+}
+
+}  // namespace
+}  // namespace spotlight

@@ -1,0 +1,42 @@
+// Helpers for tests that start real clusters on loopback.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <thread>
+
+#include "spotlight/spotlight.h"
+
+namespace spotlight::testing {
+
+inline ClusterOptions cluster_options(int nodes, int slots = 2) {
+  ClusterOptions o;
+  o.nodes = nodes;
+  o.slots = slots;
+  o.spotlight_bin = SPOTLIGHT_TEST_BIN;
+  o.load = {SPOTLIGHT_TEST_ACTORS, SPOTLIGHT_HELLO_ACTORS};
+  return o;
+}
+
+// Polls the head's status until `pred` holds or the deadline passes.
+inline bool wait_for_status(const std::string& address, const std::function<bool(const ClusterStatus&)>& pred,
+                            std::chrono::milliseconds timeout = std::chrono::seconds(20)) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    try {
+      if (pred(cluster_status(address, std::chrono::seconds(2)))) return true;
+    } catch (const ConnectionError&) {
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));  // polling another process
+  }
+  return false;
+}
+
+inline const PoolStatus* find_pool(const ClusterStatus& s, const std::string& name) {
+  for (const auto& p : s.pools) {
+    if (p.name == name) return &p;
+  }
+  return nullptr;
+}
+
+}  // namespace spotlight::testing

@@ -1,0 +1,98 @@
+// The wire codec: every message type survives a round trip; bad frames are
+// refused with the right error code.
+#include <gtest/gtest.h>
+
+#include "wire/envelope.h"
+
+namespace spotlight::wire {
+namespace {
+
+template <class T>
+void round_trip(const T& body, uint64_t rid = 42) {
+  std::string frame = encode(body, rid);
+  Envelope env = decode(frame);
+  EXPECT_EQ(env.version, kProtocolVersion);
+  EXPECT_EQ(env.type, type_of<T>::value);
+  EXPECT_EQ(env.request_id, rid);
+  T back = env.body<T>();
+  EXPECT_EQ(pack(back), pack(body)) << to_string(type_of<T>::value);
+}
+
+TEST(Codec, EveryMessageTypeRoundTrips) {
+  round_trip(Error{static_cast<int32_t>(ErrorCode::kOversized), "too big"});
+  round_trip(HelloNode{"node-1", "host", 1234, "spot", 8, {"Counter", "Square"}, 3});
+  round_trip(HelloClient{"client-abc"});
+  round_trip(Welcome{7, 3, 250, 1000, 64u << 20});
+  round_trip(Heartbeat{9});
+  round_trip(CreatePool{"squares", "Square", "any", 4, 2, 16});
+  round_trip(PoolCreated{"squares", false, "exists with another type"});
+  round_trip(Calls{{Call{(3ull << 40) | 1, "counter", "add", Blob{pack(std::make_tuple(5))}},
+                    Call{(3ull << 40) | 2, "counter", "get", Blob{std::string("\0\xff", 2)}}}});
+  round_trip(Accepted{{1, 2, 3}});
+  round_trip(Results{{Result{1, true, 0, "", Blob{pack(55)}},
+                      Result{2, false, 1, "std::domain_error", Blob{"negative"}}}});
+  round_trip(AckResults{{1, 2}});
+  round_trip(Place{5, "squares", "Square", 2, 16});
+  round_trip(Placed{5, 2, false, "type not loaded"});
+  round_trip(Tasks{{Task{1, 5, 77, "add", Blob{pack(std::make_tuple(1))}, 2}}});
+  round_trip(Done{{Completion{1, 5, 77, true, 0, "", Blob{pack(1)}}}});
+  ClusterStatus st;
+  st.boot = 3;
+  st.nodes.push_back(NodeStatus{"n", "h", "spot", "alive", 2, 1, 99, 12, 4});
+  st.pools.push_back(PoolStatus{"p", "T", "any", 2, 1, 10, 3});
+  st.actors.push_back(ActorStatus{1, "p", "n", "ready", 2, 3, 4});
+  st.counters["calls"] = 10;
+  round_trip(st);
+}
+
+TEST(Codec, EmptyBodies) {
+  for (MsgType t : {MsgType::kStatusRequest, MsgType::kStop, MsgType::kShutdown, MsgType::kOk}) {
+    Envelope env = decode(encode_empty(t, 5));
+    EXPECT_EQ(env.type, t);
+    EXPECT_EQ(env.request_id, 5u);
+    EXPECT_NO_THROW(env.body<Empty>());
+  }
+}
+
+ErrorCode code_of(std::string_view frame) {
+  try {
+    decode(frame);
+  } catch (const WireError& e) {
+    return e.code;
+  }
+  ADD_FAILURE() << "frame was accepted";
+  return ErrorCode::kBadRequest;
+}
+
+TEST(Codec, RefusesBadFrames) {
+  EXPECT_EQ(code_of("\xc1\xc1\xc1"), ErrorCode::kMalformed);  // 0xc1 is never valid msgpack
+  EXPECT_EQ(code_of(""), ErrorCode::kMalformed);
+  EXPECT_EQ(code_of(pack(std::string("hello"))), ErrorCode::kMalformed);       // not an array
+  EXPECT_EQ(code_of(pack(std::make_tuple(1, 2, 3))), ErrorCode::kMalformed);  // 3 fields
+  EXPECT_EQ(code_of(pack(std::make_tuple(kProtocolVersion + 1, 5, 0, 0))), ErrorCode::kBadVersion);
+  EXPECT_EQ(code_of(pack(std::make_tuple(kProtocolVersion, 999, 0, 0))), ErrorCode::kUnknownType);
+  EXPECT_EQ(code_of(pack(std::make_tuple("1", 5, 0, 0))), ErrorCode::kMalformed);
+  // Truncated: a valid frame cut short.
+  std::string frame = encode(HelloClient{"abc"});
+  EXPECT_EQ(code_of(std::string_view(frame).substr(0, frame.size() - 2)), ErrorCode::kMalformed);
+}
+
+TEST(Codec, BodyOfTheWrongShapeIsMalformed) {
+  Envelope env = decode(encode(Heartbeat{1}));
+  try {
+    env.body<HelloNode>();
+    FAIL() << "a heartbeat body decoded as a hello";
+  } catch (const WireError& e) {
+    EXPECT_EQ(e.code, ErrorCode::kMalformed);
+  }
+}
+
+TEST(Codec, BlobKeepsArbitraryBytes) {
+  std::string bytes;
+  for (int i = 0; i < 256; ++i) bytes.push_back(static_cast<char>(i));
+  EXPECT_EQ(unpack<Blob>(pack(Blob{bytes})).data, bytes);
+  EXPECT_THROW(unpack<int>(pack(std::string("x"))), CodecError);
+}
+
+}  // namespace
+}  // namespace spotlight::wire

@@ -1,0 +1,176 @@
+// The head's store: commit, reopen, reload; compaction; the head's state
+// rebuilt from tables plus journal; refusal of unusable files.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "head/state.h"
+#include "store/store.h"
+
+namespace spotlight {
+namespace {
+
+namespace fs = std::filesystem;
+
+class StoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("spotlight-store-test-" + std::to_string(getpid()) + "-" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    path_ = (dir_ / "head.db").string();
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  fs::path dir_;
+  std::string path_;
+};
+
+store::TaskRecord task(uint64_t id, uint64_t ord, const std::string& mailbox) {
+  store::TaskRecord t;
+  t.id = id;
+  t.ord = ord;
+  t.caller = 1;
+  t.mailbox = mailbox;
+  t.method = "add";
+  t.args = Blob{pack(std::make_tuple(int64_t(id)))};
+  return t;
+}
+
+TEST_F(StoreTest, CommitReopenReload) {
+  {
+    auto s = store::open_sqlite(path_);
+    auto l = s->open();
+    EXPECT_EQ(l.boot, 1u);
+    EXPECT_TRUE(l.journal.empty());
+    s->append("first");
+    s->append(std::string("sec\0nd", 6));
+    EXPECT_EQ(s->journal_entries(), 2u);
+  }
+  auto s = store::open_sqlite(path_);
+  auto l = s->open();
+  EXPECT_EQ(l.boot, 2u);
+  ASSERT_EQ(l.journal.size(), 2u);
+  EXPECT_EQ(l.journal[0], "first");
+  EXPECT_EQ(l.journal[1], std::string("sec\0nd", 6));
+  s->append("third");  // sequence numbers continue after a reopen
+  s.reset();
+  auto again = store::open_sqlite(path_)->open();
+  ASSERT_EQ(again.journal.size(), 3u);
+  EXPECT_EQ(again.journal[2], "third");
+}
+
+
+TEST_F(StoreTest, StateIsRebuiltFromJournal) {
+  {
+    auto s = store::open_sqlite(path_);
+    s->open();
+    head::State st;
+    head::Journal j;
+    store::PoolRecord pool{"counter", "Counter", "any", 1, 1, 16};
+    j.add(head::EventKind::kPool, pool);
+    j.add(head::EventKind::kActor, store::ActorRecord{1, "counter", 0, 0});
+    j.add(head::EventKind::kClient, store::ClientRecord{"client-x", 1});
+    for (uint64_t i = 1; i <= 5; ++i) j.add(head::EventKind::kAccept, task((1ull << 40) | i, i, "counter"));
+    s->append(j.bytes());
+    j.clear();
+    // Task 1 leased then finished and forgotten; task 2 leased (its node is gone after a restart);
+    // task 3 finished, result not yet received by its caller.
+    j.add(head::EventKind::kLease, head::LeaseEvent{(1ull << 40) | 1, 10, 1, "n1"});
+    j.add(head::EventKind::kFinish, head::FinishEvent{(1ull << 40) | 1, true, 0, "", Blob{pack(1)}});
+    j.add(head::EventKind::kForget, std::vector<uint64_t>{(1ull << 40) | 1});
+    j.add(head::EventKind::kLease, head::LeaseEvent{(1ull << 40) | 2, 11, 1, "n1"});
+    j.add(head::EventKind::kLease, head::LeaseEvent{(1ull << 40) | 3, 12, 1, "n1"});
+    j.add(head::EventKind::kFinish, head::FinishEvent{(1ull << 40) | 3, true, 0, "", Blob{pack(3)}});
+    s->append(j.bytes());
+  }
+  auto s = store::open_sqlite(path_);
+  head::State st;
+  st.recover(s->open());
+  ASSERT_EQ(st.pools.count("counter"), 1u);
+  EXPECT_EQ(st.pools["counter"].members, std::vector<uint64_t>{1});
+  EXPECT_EQ(st.tasks.size(), 4u);  // 2, 3, 4, 5
+  EXPECT_EQ(st.tasks.count((1ull << 40) | 1), 0u);
+  EXPECT_EQ(st.tasks[(1ull << 40) | 3].state, store::TaskState::kDone);
+  EXPECT_EQ(unpack<int>(st.tasks[(1ull << 40) | 3].result.data), 3);
+  // The leased task is back in its mailbox, ahead of the later ones: arrival order.
+  std::deque<uint64_t> expect{(1ull << 40) | 2, (1ull << 40) | 4, (1ull << 40) | 5};
+  EXPECT_EQ(st.pools["counter"].queue, expect);
+  EXPECT_EQ(st.tasks[(1ull << 40) | 2].attempts, 1u);
+  EXPECT_EQ(st.next_epoch, 13u);  // new leases never reuse an old epoch
+  EXPECT_EQ(st.next_client, 2u);
+  EXPECT_EQ(st.clients["client-x"].rec.num, 1u);
+}
+
+TEST_F(StoreTest, CompactionReplacesTheJournal) {
+  {
+    auto s = store::open_sqlite(path_);
+    head::State st;
+    st.recover(s->open());
+    head::Journal j;
+    store::PoolRecord pool{"p", "T", "any", 1, 1, 16};
+    j.add(head::EventKind::kPool, pool);
+    st.apply_pool(pool);
+    for (uint64_t i = 1; i <= 100; ++i) {
+      auto t = task(i, i, "p");
+      j.add(head::EventKind::kAccept, t);
+      st.apply_accept(t);
+    }
+    s->append(j.bytes());
+    s->compact(st.compaction());
+    EXPECT_EQ(s->journal_entries(), 0u);
+    // After the compaction: 60 finish and are forgotten, only journaled.
+    j.clear();
+    std::vector<uint64_t> gone;
+    for (uint64_t i = 1; i <= 60; ++i) {
+      head::FinishEvent f{i, true, 0, "", Blob{pack(i)}};
+      j.add(head::EventKind::kFinish, f);
+      st.apply_finish(f);
+      gone.push_back(i);
+    }
+    j.add(head::EventKind::kForget, gone);
+    st.apply_forget(gone);
+    s->append(j.bytes());
+    s->compact(st.compaction());  // deletes the 60 rows written by the first compaction
+  }
+  auto s = store::open_sqlite(path_);
+  auto l = s->open();
+  EXPECT_TRUE(l.journal.empty());
+  EXPECT_EQ(l.tasks.size(), 40u);
+  head::State st;
+  st.recover(std::move(l));
+  EXPECT_EQ(st.pools["p"].queue.size(), 40u);
+  EXPECT_EQ(st.pools["p"].queue.front(), 61u);
+}
+
+TEST_F(StoreTest, SecondHeadOnTheSameStoreIsRefused) {
+  auto first = store::open_sqlite(path_);
+  first->open();
+  try {
+    store::open_sqlite(path_);
+    FAIL() << "two heads opened one store";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("another head"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(StoreTest, NotAStoreIsRefusedClearly) {
+  std::ofstream(path_) << "this is not a database, just text that is long enough to look like a header";
+  EXPECT_THROW(store::open_sqlite(path_), std::runtime_error);
+  EXPECT_THROW(store::open_sqlite((dir_ / "missing-dir" / "x.db").string()), std::runtime_error);
+}
+
+TEST_F(StoreTest, CorruptJournalEntryIsReported) {
+  {
+    auto s = store::open_sqlite(path_);
+    s->open();
+    s->append(pack(std::make_tuple(1, 2, 3)));  // not [kind, body]
+  }
+  head::State st;
+  EXPECT_THROW(st.recover(store::open_sqlite(path_)->open()), std::runtime_error);
+}
+
+}  // namespace
+}  // namespace spotlight
