@@ -86,7 +86,13 @@ std::string Client::request(wire::MsgType type, std::string packed_body,
 }
 
 void Client::say_hello() {
-  transport::send(dealer_, wire::encode(wire::HelloClient{id_}));
+  wire::HelloClient hello{id_, {}};
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    hello.awaiting.reserve(pending_.size());
+    for (const auto& [id, p] : pending_) hello.awaiting.push_back(id);
+  }
+  transport::send(dealer_, wire::encode(hello));
   last_hello_ = last_sent_ = transport::Clock::now();
 }
 

@@ -228,6 +228,7 @@ void Head::on_hello_client(const std::string& peer, const wire::HelloClient& h, 
     it = state_.clients.find(h.client_id);
   }
   Client& c = it->second;
+  forget_received(c.rec.num, h.awaiting);
   if (!c.peer.empty()) client_by_peer_.erase(c.peer);
   c.peer = peer;
   c.last_seen = now_;
@@ -235,6 +236,18 @@ void Head::on_hello_client(const std::string& peer, const wire::HelloClient& h, 
   wire::Welcome w{boot_, c.rec.num, static_cast<int32_t>(opt_.heartbeat.count()),
                   static_cast<int32_t>(opt_.liveness.count()), opt_.max_frame};
   to_callers_[peer].frames.push_back(wire::encode(w, rid));
+}
+
+void Head::forget_received(uint32_t caller, const std::vector<uint64_t>& awaiting) {
+  std::unordered_set<uint64_t> wanted(awaiting.begin(), awaiting.end());
+  std::vector<uint64_t> received;
+  for (const auto& [id, t] : state_.tasks) {
+    if (t.caller == caller && t.state == TaskState::kDone && !wanted.count(id)) received.push_back(id);
+  }
+  if (received.empty()) return;
+  count("results_received_unacknowledged", received.size());
+  record(EventKind::kForget, received);
+  state_.apply_forget(received);
 }
 
 void Head::on_create_pool(const std::string& peer, const wire::CreatePool& c, uint64_t rid) {

@@ -55,6 +55,8 @@ class Head {
   void handle(transport::RoutedMessage& m);
   void on_hello_node(const std::string& peer, const wire::HelloNode& h, uint64_t rid);
   void on_hello_client(const std::string& peer, const wire::HelloClient& h, uint64_t rid);
+  // Forgets stored results of `caller` that it no longer awaits.
+  void forget_received(uint32_t caller, const std::vector<uint64_t>& awaiting);
   void on_create_pool(const std::string& peer, const wire::CreatePool& c, uint64_t rid);
   void on_calls(Client& c, wire::Calls& calls);
   void on_ack(const wire::AckResults& a);

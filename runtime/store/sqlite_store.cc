@@ -63,6 +63,20 @@ class SqliteStore final : public Store {
       sqlite3_close(db_);
       throw std::runtime_error("store: cannot open " + path_ + ": " + err);
     }
+    try {
+      init(d);
+    } catch (...) {
+      sqlite3_close(db_);  // the destructor does not run for a throwing constructor
+      throw;
+    }
+    append_ = std::make_unique<Stmt>(db_, "INSERT INTO journal(seq, events) VALUES(?, ?)");
+  }
+  ~SqliteStore() override {
+    append_.reset();
+    sqlite3_close(db_);
+  }
+
+  void init(Durability d) {
     sqlite3_busy_timeout(db_, 2000);
     exec("PRAGMA locking_mode=EXCLUSIVE");
     exec("PRAGMA journal_mode=WAL");
@@ -85,11 +99,6 @@ class SqliteStore final : public Store {
                                ", this head reads schema " + std::to_string(kSchemaVersion));
     }
     exec("COMMIT");
-    append_ = std::make_unique<Stmt>(db_, "INSERT INTO journal(seq, events) VALUES(?, ?)");
-  }
-  ~SqliteStore() override {
-    append_.reset();
-    sqlite3_close(db_);
   }
 
   Loaded open() override {

@@ -70,7 +70,11 @@ struct HelloNode {
 
 struct HelloClient {
   std::string client_id;
-  MSGPACK_DEFINE(client_id)
+  // Every call the client still awaits a result for. A stored result of this
+  // client that is not listed was received (its acknowledgement was lost in a
+  // head crash) and is forgotten.
+  std::vector<uint64_t> awaiting;
+  MSGPACK_DEFINE(client_id, awaiting)
 };
 
 struct Welcome {

@@ -63,7 +63,7 @@ TEST(BadInput, HeadAnswersEachBadFrameAndKeepsServing) {
             ErrorCode::kBadVersion);
   EXPECT_EQ(peer.error_for(pack(std::make_tuple(wire::kProtocolVersion, 4242, 0, 0))),
             ErrorCode::kUnknownType);
-  std::string big = wire::encode(wire::HelloClient{std::string(200 * 1024, 'x')});
+  std::string big = wire::encode(wire::HelloClient{std::string(200 * 1024, 'x'), {}});
   EXPECT_EQ(peer.error_for(big), ErrorCode::kOversized);
   // A body of the wrong shape for its type.
   EXPECT_EQ(peer.error_for(wire::encode_raw(wire::MsgType::kHelloNode, 0, pack(std::string("x")))),

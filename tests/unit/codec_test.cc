@@ -21,7 +21,7 @@ void round_trip(const T& body, uint64_t rid = 42) {
 TEST(Codec, EveryMessageTypeRoundTrips) {
   round_trip(Error{static_cast<int32_t>(ErrorCode::kOversized), "too big"});
   round_trip(HelloNode{"node-1", "host", 1234, "spot", 8, {"Counter", "Square"}, 3});
-  round_trip(HelloClient{"client-abc"});
+  round_trip(HelloClient{"client-abc", {1, 2}});
   round_trip(Welcome{7, 3, 250, 1000, 64u << 20});
   round_trip(Heartbeat{9});
   round_trip(CreatePool{"squares", "Square", "any", 4, 2, 16});
@@ -73,7 +73,7 @@ TEST(Codec, RefusesBadFrames) {
   EXPECT_EQ(code_of(pack(std::make_tuple(kProtocolVersion, 999, 0, 0))), ErrorCode::kUnknownType);
   EXPECT_EQ(code_of(pack(std::make_tuple("1", 5, 0, 0))), ErrorCode::kMalformed);
   // Truncated: a valid frame cut short.
-  std::string frame = encode(HelloClient{"abc"});
+  std::string frame = encode(HelloClient{"abc", {}});
   EXPECT_EQ(code_of(std::string_view(frame).substr(0, frame.size() - 2)), ErrorCode::kMalformed);
 }
 
