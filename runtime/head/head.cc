@@ -47,7 +47,7 @@ void Head::run() {
   now_ = transport::Clock::now();
   next_heartbeat_ = now_ + opt_.heartbeat;
   zmq::pollitem_t items[] = {{router_.handle(), 0, ZMQ_POLLIN, 0}};
-  while (!stopping_) {
+  while (!stopping_ || (!awaiting_goodbye_.empty() && now_ < stop_deadline_)) {
     if (stop_requested_.load()) break;
     try {
       zmq::poll(items, 1, std::chrono::milliseconds(opt_.heartbeat.count() / 2 + 1));
@@ -66,6 +66,8 @@ void Head::run() {
   // Commit whatever the last turn left, and leave a compacted store behind.
   turn();
   maybe_compact(true);
+  // Let the last replies (Shutdown to nodes, Ok to the caller) leave.
+  router_.set(zmq::sockopt::linger, 1000);
   spdlog::info("head stopped");
 }
 
@@ -160,6 +162,7 @@ void Head::handle(transport::RoutedMessage& m) {
         to_nodes_[peer].frames.push_back(wire::encode(status(), rid));
         break;
       case MsgType::kStop: on_stop(peer, rid); break;
+      case MsgType::kOk: awaiting_goodbye_.erase(peer); break;  // a node's goodbye
       case MsgType::kError: {
         auto e = env.body<wire::Error>();
         spdlog::warn("peer reports error {}: {}", e.code, e.message);
@@ -403,9 +406,11 @@ void Head::on_stop(const std::string& peer, uint64_t rid) {
   spdlog::info("stop requested: shutting down {} nodes", state_.node_by_peer.size());
   for (const auto& [p, _] : state_.node_by_peer) {
     to_nodes_[p].frames.push_back(wire::encode_empty(wire::MsgType::kShutdown));
+    awaiting_goodbye_.insert(p);
   }
   to_callers_[peer].frames.push_back(wire::encode_empty(wire::MsgType::kOk, rid));
   stopping_ = true;
+  stop_deadline_ = now_ + std::chrono::seconds(2);
 }
 
 void Head::place() {
@@ -530,6 +535,7 @@ void Head::flush(std::map<std::string, Outbox>& boxes) {
     if (!box.results.results.empty()) box.frames.push_back(wire::encode(box.results));
     if (!box.tasks.tasks.empty()) box.frames.push_back(wire::encode(box.tasks));
     for (const auto& f : box.frames) {
+      spdlog::trace("head: {} bytes to peer {}", f.size(), peer);
       if (!transport::send_routed(router_, peer, f)) {
         count("sends_to_gone_peers");
         break;

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <map>
+#include <set>
 #include <memory>
 #include <string>
 
@@ -99,6 +100,10 @@ class Head {
   transport::Clock::time_point next_heartbeat_;
   std::atomic<bool> stop_requested_{false};
   bool stopping_ = false;
+  // Nodes told to shut down that have not said goodbye; the head waits for
+  // them (up to a deadline) so that no node misses its Shutdown.
+  std::set<std::string> awaiting_goodbye_;
+  transport::Clock::time_point stop_deadline_;
 };
 
 }  // namespace spotlight::head

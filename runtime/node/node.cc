@@ -69,15 +69,18 @@ void Node::run() {
     // Until welcomed, hello again often: a hello sent before the connection was up is dropped.
     if (!welcomed_ && now - last_hello_ > std::chrono::milliseconds(100)) say_hello();
     if (welcomed_ && now - last_heard_ > head_liveness_) reset_session("the head went silent");
-    if (now - last_sent_ >= opt_.heartbeat) send(wire::encode(wire::Heartbeat{boot_}));
+    if (welcomed_ && now - last_sent_ >= opt_.heartbeat) send(wire::encode(wire::Heartbeat{boot_}));
   }
   spdlog::info("node {} leaving", opt_.node_id);
+  hosts_.clear();
+  send_outgoing();  // results of tasks that finished while leaving
 }
 
 void Node::handle(zmq::message_t& m) {
   using wire::MsgType;
   try {
     wire::Envelope env = wire::decode(std::string_view(static_cast<const char*>(m.data()), m.size()));
+    spdlog::trace("node: {} from head", wire::to_string(env.type));
     switch (env.type) {
       case MsgType::kWelcome: {
         auto w = env.body<wire::Welcome>();
@@ -103,7 +106,11 @@ void Node::handle(zmq::message_t& m) {
           on_tasks(tasks);
         }
         break;
-      case MsgType::kShutdown: shutdown_ = true; break;
+      case MsgType::kShutdown:
+        // Goodbye first: the head waits for it before it exits.
+        send(wire::encode_empty(MsgType::kOk, env.request_id));
+        shutdown_ = true;
+        break;
       case MsgType::kError: {
         auto e = env.body<wire::Error>();
         if (e.code == static_cast<int32_t>(wire::ErrorCode::kUnknownPeer)) {

@@ -8,10 +8,19 @@
 
 namespace spotlight::transport {
 
+namespace {
+zmq::context_t* g_context = nullptr;
+}
+
 zmq::context_t& context() {
-  // Leaked on purpose: static destruction order must not close it under live sockets.
-  static auto* ctx = new zmq::context_t(1);
+  // Never destroyed implicitly: static destruction order must not close it
+  // under live sockets. Processes that exit on purpose call terminate_context().
+  static zmq::context_t* ctx = g_context = new zmq::context_t(1);
   return *ctx;
+}
+
+void terminate_context() {
+  if (g_context) g_context->close();
 }
 
 std::string endpoint(const std::string& address) {

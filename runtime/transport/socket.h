@@ -11,6 +11,9 @@ namespace spotlight::transport {
 
 // The process's one ZeroMQ context (one I/O thread).
 zmq::context_t& context();
+// For a process about to exit, once its sockets are closed: waits until their
+// last messages are sent (up to each socket's linger), then ends the context.
+void terminate_context();
 
 // "host:port", "tcp://host:port" or "ipc://path" -> a ZeroMQ endpoint.
 std::string endpoint(const std::string& address);

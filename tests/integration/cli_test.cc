@@ -60,7 +60,7 @@ TEST(Cli, StatusHelloAndStop) {
   CmdResult stop = run(kBin + " stop --address " + cluster.address());
   EXPECT_EQ(stop.code, 0) << stop.out;
   // The head is gone: status now fails with a clear message.
-  CmdResult gone = run(kBin + " status --address " + cluster.address());
+  CmdResult gone = run(kBin + " status --timeout-ms 300 --address " + cluster.address());
   EXPECT_NE(gone.code, 0);
   EXPECT_NE(gone.out.find("no answer"), std::string::npos) << gone.out;
 }

@@ -21,15 +21,19 @@ void add_head(CLI::App& app) {
   auto hb = std::make_shared<int>(250), live = std::make_shared<int>(1000);
   auto max_mib = std::make_shared<double>(64);
   CLI::App* cmd = app.add_subcommand("head", "Run the head node (the cluster's truth)");
-  cmd->add_option("--port", opt->port, "Port to listen on (0: pick a free one)")->check(CLI::Range(0, 65535));
+  cmd->add_option("--port", opt->port, "Port to listen on (0: pick a free one)")
+      ->check(CLI::Range(0, 65535));
   cmd->add_option("--bind", opt->bind_host, "Address to listen on");
   cmd->add_option("--advertise", opt->advertise_host, "Host name printed in the join command");
   cmd->add_option("--store", opt->store_path, "SQLite store of mailboxes, leases and results");
-  cmd->add_option("--sync", *sync, "Durability: process (survives kill -9) or machine (fsync per commit)")
+  cmd->add_option("--sync", *sync,
+                  "Durability: process (survives kill -9) or machine (fsync per commit)")
       ->check(CLI::IsMember({"process", "machine"}));
   cmd->add_option("--heartbeat-ms", *hb, "Heartbeat interval")->check(CLI::Range(10, 60000));
-  cmd->add_option("--liveness-ms", *live, "A node silent this long is dead")->check(CLI::Range(50, 600000));
-  cmd->add_option("--max-frame-mib", *max_mib, "Largest frame accepted")->check(CLI::Range(0.001, 4096.0));
+  cmd->add_option("--liveness-ms", *live, "A node silent this long is dead")
+      ->check(CLI::Range(50, 600000));
+  cmd->add_option("--max-frame-mib", *max_mib, "Largest frame accepted")
+      ->check(CLI::Range(0.001, 4096.0));
   cmd->add_option("--port-file", opt->port_file, "Write the bound port to this file");
   cmd->callback([=] {
     common::init_logging("head");
@@ -38,6 +42,7 @@ void add_head(CLI::App& app) {
     o.heartbeat = std::chrono::milliseconds(*hb);
     o.liveness = std::chrono::milliseconds(*live);
     o.max_frame = static_cast<size_t>(*max_mib * (1 << 20));
+    {
     head::Head h(o);
     g_head = &h;
     std::signal(SIGTERM, on_signal);
@@ -51,6 +56,8 @@ void add_head(CLI::App& app) {
               << std::flush;
     h.run();
     g_head = nullptr;
+    }
+    transport::terminate_context();  // flushes the last replies
   });
 }
 

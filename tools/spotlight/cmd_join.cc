@@ -32,12 +32,15 @@ void add_join(CLI::App& app) {
     for (const auto& lib : *libs) node::load_actor_library(lib);
     node::NodeOptions o = *opt;
     o.heartbeat = std::chrono::milliseconds(*hb);
-    node::Node n(o);
-    g_node = &n;
-    std::signal(SIGTERM, on_signal);
-    std::signal(SIGINT, on_signal);
-    n.run();
-    g_node = nullptr;
+    {
+      node::Node n(o);
+      g_node = &n;
+      std::signal(SIGTERM, on_signal);
+      std::signal(SIGINT, on_signal);
+      n.run();
+      g_node = nullptr;
+    }
+    transport::terminate_context();  // flushes the last results
   });
 }
 

@@ -77,11 +77,13 @@ void print_table(const ClusterStatus& s) {
 void add_status(CLI::App& app) {
   auto address = std::make_shared<std::string>(default_address());
   auto json = std::make_shared<bool>(false);
+  auto timeout = std::make_shared<int>(5000);
   CLI::App* st = app.add_subcommand("status", "Show nodes, actors, pools and mailbox depths");
   st->add_option("--address", *address, "HOST:PORT of the head ($SPOTLIGHT_ADDRESS)");
   st->add_flag("--json", *json, "Print one JSON object");
+  st->add_option("--timeout-ms", *timeout, "How long to wait for the head")->check(CLI::Range(1, 600000));
   st->callback([=] {
-    ClusterStatus s = cluster_status(*address);
+    ClusterStatus s = cluster_status(*address, std::chrono::milliseconds(*timeout));
     if (*json) {
       std::cout << to_json(s).dump() << "\n";
     } else {
