@@ -53,6 +53,14 @@ std::shared_ptr<FutureState> Client::submit(const std::string& mailbox, const st
   bool wake;
   {
     std::lock_guard<std::mutex> l(mu_);
+    if (args.size() + mailbox.size() + method.size() + 64 > max_frame_) {
+      state->resolve(false,
+                     "the arguments of " + mailbox + "." + method + " take " +
+                         std::to_string(args.size()) + " bytes, over the head's frame limit of " +
+                         std::to_string(max_frame_) + " (pass large data through the object store)",
+                     ErrorKind::kRejected, "rejected");
+      return state;
+    }
     uint64_t id = (static_cast<uint64_t>(num_) << 40) | ++next_seq_;
     pending_.emplace(id, Pending{state, wire::Call{id, mailbox, method, Blob{std::move(args)}}});
     wake = outq_.empty();
@@ -112,7 +120,8 @@ void Client::send_queued() {
       size_t i = 0;
       while (i < outq_.size()) {
         size_t end = i, bytes = 0;
-        while (end < outq_.size() && bytes < kBatchBytes) {
+        size_t target = std::min<size_t>(kBatchBytes, max_frame_ / 2);
+        while (end < outq_.size() && (end == i || bytes < target)) {
           bytes += pending_.at(outq_[end]).call.args.data.size() + 64;
           ++end;
         }
@@ -160,6 +169,7 @@ void Client::on_frame(zmq::message_t& m) {
           spdlog::error("the head gave this client a new number: its store was replaced");
         }
         num_ = w.client_num;
+        max_frame_ = w.max_frame;
         welcomed_ = true;
       }
       if (again) break;

@@ -62,6 +62,7 @@ class Client {
   uint64_t next_seq_ = 0;
   uint64_t next_rid_ = 0;
   uint32_t num_ = 0;
+  uint64_t max_frame_ = transport::kDefaultMaxFrame;  // the head's limit, from Welcome
   bool welcomed_ = false;
   std::shared_ptr<FutureState> welcome_;
 

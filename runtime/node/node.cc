@@ -86,6 +86,7 @@ void Node::handle(zmq::message_t& m) {
         auto w = env.body<wire::Welcome>();
         if (welcomed_ && w.boot == boot_) break;  // answer to a repeated hello
         boot_ = w.boot;
+        max_frame_ = w.max_frame;
         welcomed_ = true;
         head_liveness_ = std::max(std::chrono::milliseconds(3 * w.liveness_ms),
                                   std::chrono::milliseconds(3000));
@@ -161,10 +162,29 @@ void Node::send_outgoing() {
   std::vector<wire::Placed> placed;
   out_.take(done, placed);
   for (const auto& p : placed) send(wire::encode(p));
-  if (done.empty()) return;
+  // Results go in frames of about 1 MiB (less under a small frame limit); a
+  // result the head would refuse becomes an error the caller can read.
+  const size_t target = std::min<size_t>(1u << 20, max_frame_ / 2);
   wire::Done batch;
-  batch.done = std::move(done);
-  send(wire::encode(batch));
+  size_t bytes = 0;
+  for (auto& c : done) {
+    if (c.payload.data.size() + 256 > max_frame_) {
+      c.ok = false;
+      c.kind = static_cast<int32_t>(ErrorKind::kRejected);
+      c.error_type = "rejected";
+      c.payload.data = "the result takes " + std::to_string(c.payload.data.size()) +
+                       " bytes, over the head's frame limit of " + std::to_string(max_frame_) +
+                       " (pass large data through the object store)";
+    }
+    bytes += c.payload.data.size() + 64;
+    batch.done.push_back(std::move(c));
+    if (bytes >= target) {
+      send(wire::encode(batch));
+      batch.done.clear();
+      bytes = 0;
+    }
+  }
+  if (!batch.done.empty()) send(wire::encode(batch));
 }
 
 }  // namespace spotlight::node

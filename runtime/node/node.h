@@ -51,6 +51,7 @@ class Node {
   std::map<uint64_t, std::unique_ptr<ActorHost>> hosts_;
   bool welcomed_ = false;
   uint64_t boot_ = 0;
+  uint64_t max_frame_ = transport::kDefaultMaxFrame;  // the head's limit, from Welcome
   uint32_t session_;  // random start: a restarted node with the same id is a new session
   std::chrono::milliseconds head_liveness_{3000};
   transport::Clock::time_point last_heard_;

@@ -87,6 +87,33 @@ TEST(BadInput, HeadAnswersEachBadFrameAndKeepsServing) {
   EXPECT_GE(s.counters["error_bad_request"], 1u);
 }
 
+TEST(BadInput, OversizedArgumentsAndResultsBecomeErrors) {
+  auto opts = cluster_options(1);
+  opts.head_args = {"--max-frame-mib", "0.0625"};  // 64 KiB
+  LocalCluster cluster(opts);
+  auto rt = cluster.connect();
+  auto w = rt.spawn<Worker>("sizes");
+  std::vector<std::string> small(10, std::string(1000, 's'));
+  EXPECT_EQ(w.call(&Worker::echo_many, small).get(), small);
+  try {
+    w.call(&Worker::echo_many, std::vector<std::string>{std::string(100000, 'x')}).get();
+    FAIL() << "oversized arguments were sent";
+  } catch (const RejectedError& e) {
+    EXPECT_NE(std::string(e.what()).find("frame limit"), std::string::npos) << e.what();
+  }
+  try {
+    w.call(&Worker::blob, 100000).get();
+    FAIL() << "an oversized result was sent";
+  } catch (const RejectedError& e) {
+    EXPECT_NE(std::string(e.what()).find("result takes"), std::string::npos) << e.what();
+  }
+  // Many calls whose total is far over the limit travel in several frames.
+  std::vector<Future<std::string>> fs;
+  for (int i = 0; i < 50; ++i) fs.push_back(w.call(&Worker::blob, 20000));
+  for (auto& f : fs) EXPECT_EQ(f.get().size(), 20000u);
+  EXPECT_EQ(rt.status().counters["error_oversized"], 0u);
+}
+
 TEST(BadInput, UnknownActorMethodAndArgumentsAreCounted) {
   LocalCluster cluster(cluster_options(1));
   auto rt = cluster.connect();

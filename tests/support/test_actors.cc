@@ -27,4 +27,4 @@ int64_t Worker::fail(std::string message) { throw std::invalid_argument(message)
 }  // namespace testing_actors
 
 SPOTLIGHT_ACTOR(testing_actors::Recorder, record, stats)
-SPOTLIGHT_ACTOR(testing_actors::Worker, who, twice, fail, echo_many)
+SPOTLIGHT_ACTOR(testing_actors::Worker, who, twice, fail, echo_many, blob)

@@ -33,6 +33,7 @@ class Worker {
   int64_t twice(int64_t x) { return 2 * x; }
   int64_t fail(std::string message);  // throws std::invalid_argument(message)
   std::vector<std::string> echo_many(std::vector<std::string> v) { return v; }
+  std::string blob(int64_t bytes) { return std::string(static_cast<size_t>(bytes), 'b'); }
 };
 
 }  // namespace testing_actors
