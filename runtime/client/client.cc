@@ -48,7 +48,7 @@ size_t Client::pending() const {
 }
 
 std::shared_ptr<FutureState> Client::submit(const std::string& mailbox, const std::string& method,
-                                            std::string args) {
+                                            std::string args, const CallOptions& options) {
   auto state = std::make_shared<FutureState>();
   bool wake;
   {
@@ -62,7 +62,8 @@ std::shared_ptr<FutureState> Client::submit(const std::string& mailbox, const st
       return state;
     }
     uint64_t id = (static_cast<uint64_t>(num_) << 40) | ++next_seq_;
-    pending_.emplace(id, Pending{state, wire::Call{id, mailbox, method, Blob{std::move(args)}}});
+    pending_.emplace(id, Pending{state, wire::Call{id, mailbox, method, Blob{std::move(args)},
+                                                  options.max_attempts}});
     wake = outq_.empty();
     outq_.push_back(id);
   }
@@ -279,8 +280,8 @@ void Client::io_loop() {
 }
 
 std::shared_ptr<FutureState> submit(Client& c, const std::string& mailbox, const std::string& method,
-                                    std::string args) {
-  return c.submit(mailbox, method, std::move(args));
+                                    std::string args, const CallOptions& options) {
+  return c.submit(mailbox, method, std::move(args), options);
 }
 
 }  // namespace detail
@@ -308,12 +309,13 @@ void Runtime::stop_cluster() {
 
 namespace {
 // A throwaway DEALER: one request, one reply, no hello.
-std::string one_shot(const std::string& address, wire::MsgType type, std::chrono::milliseconds timeout) {
+std::string one_shot(const std::string& address, wire::MsgType type, std::chrono::milliseconds timeout,
+                     const std::string& body = pack(wire::Empty{})) {
   // Not immediate: the request waits in the socket until the connection is up.
   zmq::socket_t s =
       transport::make_dealer(transport::endpoint(address), "oneshot-" + common::random_id(), false);
   s.set(zmq::sockopt::linger, 0);
-  transport::send(s, wire::encode_raw(type, 1, pack(wire::Empty{})));
+  transport::send(s, wire::encode_raw(type, 1, body));
   auto deadline = std::chrono::steady_clock::now() + timeout;
   zmq::pollitem_t items[] = {{s.handle(), 0, ZMQ_POLLIN, 0}};
   while (std::chrono::steady_clock::now() < deadline) {
@@ -338,6 +340,16 @@ ClusterStatus cluster_status(const std::string& address, std::chrono::millisecon
 
 void stop_cluster(const std::string& address, std::chrono::milliseconds timeout) {
   one_shot(address, wire::MsgType::kStop, timeout);
+}
+
+void drain_node(const std::string& address, const std::string& node_id,
+                std::chrono::milliseconds deadline, std::chrono::milliseconds timeout) {
+  one_shot(address, wire::MsgType::kDrain, timeout, pack(wire::Drain{node_id, deadline.count()}));
+}
+
+void Runtime::drain(const std::string& node_id, std::chrono::milliseconds deadline) {
+  client_->request(wire::MsgType::kDrain, pack(wire::Drain{node_id, deadline.count()}),
+                   std::chrono::seconds(10));
 }
 
 const std::string& Runtime::address() const { return client_->address(); }

@@ -24,7 +24,7 @@ class Client {
   ~Client();
 
   std::shared_ptr<FutureState> submit(const std::string& mailbox, const std::string& method,
-                                      std::string args);
+                                      std::string args, const CallOptions& options);
   // Sends a control request and waits for its reply frame; throws ConnectionError
   // on timeout and RejectedError when the head answers with an error.
   std::string request(wire::MsgType type, std::string packed_body,

@@ -162,7 +162,14 @@ void Head::handle(transport::RoutedMessage& m) {
         to_nodes_[peer].frames.push_back(wire::encode(status(), rid));
         break;
       case MsgType::kStop: on_stop(peer, rid); break;
-      case MsgType::kOk: awaiting_goodbye_.erase(peer); break;  // a node's goodbye
+      case MsgType::kOk:  // a node's goodbye: after Shutdown, or when it drained
+        awaiting_goodbye_.erase(peer);
+        if (node) node_dead(*node, "said goodbye");
+        break;
+      case MsgType::kCommits:
+        if (require(node)) on_commits(*node, env.body<wire::Commits>());
+        break;
+      case MsgType::kDrain: on_drain(peer, node, env.body<wire::Drain>(), rid); break;
       case MsgType::kError: {
         auto e = env.body<wire::Error>();
         spdlog::warn("peer reports error {}: {}", e.code, e.message);
@@ -333,6 +340,7 @@ void Head::on_calls(Client& c, wire::Calls& calls) {
     t.mailbox = std::move(call.mailbox);
     t.method = std::move(call.method);
     t.args = std::move(call.args);
+    t.max_attempts = call.max_attempts > 0 ? call.max_attempts : 3;
     record(EventKind::kAccept, t);
     state_.apply_accept(t);
     pit->second.queue.push_back(t.id);
@@ -376,6 +384,7 @@ void Head::on_placed(Node& n, const wire::Placed& p) {
 }
 
 void Head::on_done(Node& n, wire::Done& d) {
+  std::vector<Task*> handed_back;
   for (auto& c : d.done) {
     auto it = state_.tasks.find(c.id);
     if (it == state_.tasks.end() || it->second.state != TaskState::kLeased ||
@@ -389,10 +398,17 @@ void Head::on_done(Node& n, wire::Done& d) {
       Actor& a = ait->second;
       if (a.node == n.id && a.phase == ActorPhase::kReady) a.credit += 1;
       if (a.leased > 0) a.leased -= 1;
-      a.completed += 1;
+      bool yielded = !c.ok && c.kind == static_cast<int32_t>(ErrorKind::kPreempted);
+      if (!yielded) a.completed += 1;
+      // An actor on a draining node moves once it holds no lease there.
+      if (n.draining && a.node == n.id && a.leased == 0) move_actor(a);
     }
     Pool& pool = state_.pools[t.mailbox];
     if (pool.leased > 0) pool.leased -= 1;
+    if (!c.ok && c.kind == static_cast<int32_t>(ErrorKind::kPreempted)) {
+      handed_back.push_back(&t);  // yielded or never started: back to the front
+      continue;
+    }
     FinishEvent e{c.id, c.ok, c.kind, std::move(c.error_type), std::move(c.payload)};
     record(EventKind::kFinish, e);
     state_.apply_finish(e);
@@ -400,6 +416,76 @@ void Head::on_done(Node& n, wire::Done& d) {
     if (!t.ok && t.kind == static_cast<int32_t>(ErrorKind::kRejected)) count("rejected_by_node");
     queue_result(t);
   }
+  hand_back(handed_back);
+}
+
+void Head::hand_back(std::vector<Task*>& tasks) {
+  // Pushed to the front in reverse arrival order: the mailbox keeps its FIFO.
+  std::sort(tasks.begin(), tasks.end(), [](Task* a, Task* b) { return a->ord > b->ord; });
+  for (Task* t : tasks) {
+    RequeueEvent e{t->id, true};
+    record(EventKind::kRequeue, e);
+    state_.apply_requeue(e);
+    state_.pools[t->mailbox].queue.push_front(t->id);
+  }
+  count("tasks_handed_back", tasks.size());
+}
+
+void Head::on_commits(Node& n, const wire::Commits& c) {
+  for (const auto& commit : c.commits) {
+    auto it = state_.tasks.find(commit.id);
+    if (it == state_.tasks.end() || it->second.state != TaskState::kLeased ||
+        it->second.epoch != commit.epoch || it->second.actor != commit.actor_id) {
+      count("stale_commits");
+      continue;
+    }
+    CommitEvent e{commit.id, commit.epoch, commit.state};
+    record(EventKind::kCommit, e);
+    state_.apply_commit(e);
+    count("commits");
+  }
+}
+
+void Head::on_drain(const std::string& peer, Node* from_node, const wire::Drain& d, uint64_t rid) {
+  if (from_node) {  // the node itself had notice (SIGTERM, a cloud notice)
+    spdlog::info("node {} has notice: draining, deadline {} ms", from_node->id, d.deadline_ms);
+    start_drain(*from_node);
+    return;
+  }
+  auto it = state_.nodes.find(d.node_id);
+  if (it == state_.nodes.end() || !it->second.alive) {
+    reply_error(peer, wire::ErrorCode::kBadRequest, "no live node named '" + d.node_id + "'", rid);
+    return;
+  }
+  Node& n = it->second;
+  spdlog::info("drain of node {} requested, deadline {} ms", n.id, d.deadline_ms);
+  to_nodes_[n.peer].frames.push_back(wire::encode(d));
+  start_drain(n);
+  to_callers_[peer].frames.push_back(wire::encode_empty(wire::MsgType::kOk, rid));
+}
+
+void Head::start_drain(Node& n) {
+  if (n.draining) return;
+  n.draining = true;
+  count("drains");
+  std::vector<uint64_t> ids(n.actors.begin(), n.actors.end());
+  for (uint64_t id : ids) {
+    Actor& a = state_.actors[id];
+    a.credit = 0;  // nothing new for it here
+    if (a.leased == 0) move_actor(a);
+  }
+}
+
+void Head::move_actor(Actor& a) {
+  auto nit = state_.nodes.find(a.node);
+  if (nit != state_.nodes.end()) {
+    nit->second.actors.erase(a.rec.id);
+    nit->second.used -= state_.pools[a.rec.pool].rec.slots_per_actor;
+  }
+  a.phase = ActorPhase::kPending;
+  a.node.clear();
+  a.credit = 0;
+  count("actors_moved");
 }
 
 void Head::on_stop(const std::string& peer, uint64_t rid) {
@@ -420,7 +506,7 @@ void Head::place() {
       if (a.phase != ActorPhase::kPending) continue;
       Node* best = nullptr;
       for (auto& [nid, n] : state_.nodes) {
-        if (!n.alive || n.slots - n.used < pool.rec.slots_per_actor) continue;
+        if (!n.alive || n.draining || n.slots - n.used < pool.rec.slots_per_actor) continue;
         if (pool.rec.market != "any" && n.market != pool.rec.market) continue;
         if (!n.types.count(pool.rec.type)) continue;
         if (!best || n.slots - n.used > best->slots - best->used) best = &n;
@@ -448,6 +534,17 @@ void Head::lease(Pool& pool, Actor& a, Node& n) {
   auto it = state_.tasks.find(id);
   if (it == state_.tasks.end() || it->second.state != TaskState::kQueued) return;
   Task& t = it->second;
+  if (t.attempts >= t.max_attempts) {
+    // Every run so far was lost with its node: give up, and say why.
+    FinishEvent f{id, false, static_cast<int32_t>(ErrorKind::kCrashed), "crashed",
+                  Blob{"gave up after " + std::to_string(t.attempts) +
+                       " attempt(s): the node running the task was lost each time"}};
+    record(EventKind::kFinish, f);
+    state_.apply_finish(f);
+    count("tasks_failed_attempts");
+    queue_result(t);
+    return;
+  }
   LeaseEvent e{id, state_.next_epoch, a.rec.id, n.id};
   record(EventKind::kLease, e);
   state_.apply_lease(e);
@@ -455,7 +552,8 @@ void Head::lease(Pool& pool, Actor& a, Node& n) {
   a.leased += 1;
   pool.leased += 1;
   Outbox& box = to_nodes_[n.peer];
-  box.tasks.tasks.push_back(wire::Task{id, a.rec.id, e.epoch, t.method, t.args, t.attempts});
+  box.tasks.tasks.push_back(
+      wire::Task{id, a.rec.id, e.epoch, t.method, t.args, t.attempts, t.has_checkpoint, t.checkpoint});
   box.batch_bytes += t.args.data.size() + t.method.size() + 32;
   if (box.batch_bytes > kBatchBytes) {
     box.frames.push_back(wire::encode(box.tasks));
@@ -482,8 +580,9 @@ void Head::dispatch() {
 }
 
 void Head::node_dead(Node& n, const char* why) {
-  spdlog::warn("node {} is gone ({}): re-queuing its tasks", n.id, why);
-  count("nodes_lost");
+  if (!n.alive) return;
+  spdlog::info("node {} is gone ({})", n.id, why);
+  count(n.draining ? "nodes_drained" : "nodes_lost");
   n.alive = false;
   state_.node_by_peer.erase(n.peer);
   // Tasks leased to its actors go back to the front of their mailboxes, in arrival order.
@@ -493,13 +592,15 @@ void Head::node_dead(Node& n, const char* why) {
   }
   std::sort(leased.begin(), leased.end(), [](Task* a, Task* b) { return a->ord > b->ord; });
   for (Task* t : leased) {
-    record(EventKind::kRequeue, t->id);
-    state_.apply_requeue(t->id);
+    RequeueEvent e{t->id, false};
+    record(EventKind::kRequeue, e);
+    state_.apply_requeue(e);
     Pool& pool = state_.pools[t->mailbox];
     pool.queue.push_front(t->id);
     if (pool.leased > 0) pool.leased -= 1;
   }
   count("tasks_requeued", leased.size());
+  if (!leased.empty()) spdlog::warn("node {}: {} leased tasks back to their mailboxes", n.id, leased.size());
   for (uint64_t id : n.actors) {
     Actor& a = state_.actors[id];
     a.phase = ActorPhase::kPending;
@@ -566,7 +667,7 @@ ClusterStatus Head::status() const {
     if (!a.node.empty()) running[a.node] += a.leased;
   }
   for (const auto& [id, n] : state_.nodes) {
-    s.nodes.push_back(NodeStatus{n.id, n.host, n.market, n.alive ? "alive" : "dead", n.slots, n.used,
+    s.nodes.push_back(NodeStatus{n.id, n.host, n.market, !n.alive ? "dead" : n.draining ? "draining" : "alive", n.slots, n.used,
                                  n.pid,
                                  std::chrono::duration_cast<std::chrono::milliseconds>(now_ - n.last_seen)
                                      .count(),

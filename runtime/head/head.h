@@ -63,6 +63,12 @@ class Head {
   void on_ack(const wire::AckResults& a);
   void on_placed(Node& n, const wire::Placed& p);
   void on_done(Node& n, wire::Done& d);
+  void on_commits(Node& n, const wire::Commits& c);
+  void on_drain(const std::string& peer, Node* from_node, const wire::Drain& d, uint64_t rid);
+  void start_drain(Node& n);
+  // Takes an actor off its node so that place() puts it elsewhere.
+  void move_actor(Actor& a);
+  void hand_back(std::vector<Task*>& tasks);
   void on_stop(const std::string& peer, uint64_t rid);
   ClusterStatus status() const;
 

@@ -67,17 +67,31 @@ void State::apply_finish(const FinishEvent& e) {
   t.kind = e.kind;
   t.error_type = e.error_type;
   t.result = e.result;
-  t.args.data.clear();  // arguments are not needed once the result is stored
+  t.args.data.clear();  // arguments and checkpoint are not needed once the result is stored
+  t.checkpoint.data.clear();
+  t.has_checkpoint = false;
   dirty_tasks.insert(e.id);
 }
 
-void State::apply_requeue(uint64_t id) {
-  auto it = tasks.find(id);
+void State::apply_requeue(const RequeueEvent& e) {
+  auto it = tasks.find(e.id);
   if (it == tasks.end()) return;
-  it->second.state = TaskState::kQueued;
-  it->second.epoch = 0;
-  it->second.node.clear();
-  dirty_tasks.insert(id);
+  Task& t = it->second;
+  t.state = TaskState::kQueued;
+  t.epoch = 0;
+  t.node.clear();
+  if (e.handed_back && t.attempts > 0) t.attempts -= 1;
+  dirty_tasks.insert(e.id);
+}
+
+void State::apply_commit(const CommitEvent& e) {
+  auto it = tasks.find(e.id);
+  if (it == tasks.end()) return;
+  Task& t = it->second;
+  if (t.state != TaskState::kLeased || t.epoch != e.epoch) return;  // a stale lease's commit
+  t.has_checkpoint = true;
+  t.checkpoint = e.state;
+  dirty_tasks.insert(e.id);
 }
 
 void State::apply_forget(const std::vector<uint64_t>& ids) {
@@ -107,7 +121,8 @@ void State::replay(std::string_view entry) {
       case EventKind::kAccept: apply_accept(body.as<TaskRecord>()); break;
       case EventKind::kLease: apply_lease(body.as<LeaseEvent>()); break;
       case EventKind::kFinish: apply_finish(body.as<FinishEvent>()); break;
-      case EventKind::kRequeue: apply_requeue(body.as<uint64_t>()); break;
+      case EventKind::kRequeue: apply_requeue(body.as<RequeueEvent>()); break;
+      case EventKind::kCommit: apply_commit(body.as<CommitEvent>()); break;
       case EventKind::kForget: apply_forget(body.as<std::vector<uint64_t>>()); break;
       default: throw std::runtime_error("journal entry has an unknown event kind");
     }
@@ -127,7 +142,7 @@ void State::recover(store::Loaded&& loaded) {
   // their mailboxes, and every mailbox is rebuilt in arrival order.
   std::vector<const Task*> queued;
   for (auto& [id, t] : tasks) {
-    if (t.state == TaskState::kLeased) apply_requeue(id);
+    if (t.state == TaskState::kLeased) apply_requeue(RequeueEvent{id, false});
     if (t.state == TaskState::kQueued) queued.push_back(&t);
   }
   std::sort(queued.begin(), queued.end(), [](const Task* a, const Task* b) { return a->ord < b->ord; });

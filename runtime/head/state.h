@@ -35,8 +35,9 @@ enum class EventKind : uint8_t {
   kAccept = 4,   // TaskRecord as accepted
   kLease = 5,    // LeaseEvent
   kFinish = 6,   // FinishEvent
-  kRequeue = 7,  // task id: lease revoked, back to the front of its mailbox
+  kRequeue = 7,  // RequeueEvent: lease revoked or handed back, to the front of its mailbox
   kForget = 8,   // task ids whose results the caller has received
+  kCommit = 9,   // CommitEvent: in-flight state of a leased task
 };
 
 struct LeaseEvent {
@@ -45,6 +46,19 @@ struct LeaseEvent {
   uint64_t actor = 0;
   std::string node;
   MSGPACK_DEFINE(id, epoch, actor, node)
+};
+
+struct RequeueEvent {
+  uint64_t id = 0;
+  bool handed_back = false;  // a yield: the run does not count as an attempt
+  MSGPACK_DEFINE(id, handed_back)
+};
+
+struct CommitEvent {
+  uint64_t id = 0;
+  uint64_t epoch = 0;
+  Blob state;
+  MSGPACK_DEFINE(id, epoch, state)
 };
 
 struct FinishEvent {
@@ -115,6 +129,7 @@ struct Node {
   int32_t used = 0;
   std::set<std::string> types;
   bool alive = true;
+  bool draining = false;  // had notice: gets no new work, its actors move away
   transport::Clock::time_point last_seen;
   std::set<uint64_t> actors;
 };
@@ -152,7 +167,8 @@ class State {
   void apply_accept(const TaskRecord& t);
   void apply_lease(const LeaseEvent& e);
   void apply_finish(const FinishEvent& e);
-  void apply_requeue(uint64_t id);
+  void apply_requeue(const RequeueEvent& e);
+  void apply_commit(const CommitEvent& e);
   void apply_forget(const std::vector<uint64_t>& ids);
 
   // Loads tables and replays the journal; then puts every queued (and every

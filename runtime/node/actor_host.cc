@@ -23,35 +23,66 @@ wire::Completion failure(const wire::Task& t, ErrorKind kind, std::string type, 
 }
 }  // namespace
 
+void Outgoing::wake_if_first() {
+  // One wake-up per batch, not per message: the loop takes everything at once.
+  if (done_.empty() && placed_.empty() && commits_.empty()) waker_.notify();
+}
+
 void Outgoing::done(wire::Completion c) {
-  bool wake;
-  {
-    std::lock_guard<std::mutex> l(mu_);
-    wake = done_.empty() && placed_.empty();
-    done_.push_back(std::move(c));
-  }
-  if (wake) waker_.notify();  // one wake-up per batch, not per result
+  std::lock_guard<std::mutex> l(mu_);
+  wake_if_first();
+  done_.push_back(std::move(c));
+}
+
+void Outgoing::commit(wire::Commit c) {
+  std::lock_guard<std::mutex> l(mu_);
+  wake_if_first();
+  commits_.push_back(std::move(c));
+}
+
+bool Outgoing::empty() {
+  std::lock_guard<std::mutex> l(mu_);
+  return done_.empty() && placed_.empty() && commits_.empty();
 }
 
 void Outgoing::placed(wire::Placed p) {
-  {
-    std::lock_guard<std::mutex> l(mu_);
-    placed_.push_back(std::move(p));
-  }
-  waker_.notify();
+  std::lock_guard<std::mutex> l(mu_);
+  wake_if_first();
+  placed_.push_back(std::move(p));
 }
 
-void Outgoing::take(std::vector<wire::Completion>& done, std::vector<wire::Placed>& placed) {
+void Outgoing::take(std::vector<wire::Commit>& commits, std::vector<wire::Completion>& done,
+                    std::vector<wire::Placed>& placed) {
   std::lock_guard<std::mutex> l(mu_);
+  commits.swap(commits_);
   done.swap(done_);
   placed.swap(placed_);
+  commits_.clear();
   done_.clear();
   placed_.clear();
 }
 
+namespace {
+// The node's side of a running task's TaskContext.
+class RunningTask final : public detail::TaskHost {
+ public:
+  RunningTask(const wire::Task& t, Outgoing& out, const std::atomic<bool>& draining)
+      : t_(t), out_(out), draining_(draining) {}
+  void commit(std::string state) override {
+    out_.commit(wire::Commit{t_.id, t_.actor_id, t_.epoch, Blob{std::move(state)}});
+  }
+  bool should_yield() const override { return draining_.load(std::memory_order_relaxed); }
+
+ private:
+  const wire::Task& t_;
+  Outgoing& out_;
+  const std::atomic<bool>& draining_;
+};
+}  // namespace
+
 ActorHost::ActorHost(uint64_t actor_id, uint32_t incarnation, const detail::ActorTypeInfo& type,
-                     Outgoing& out)
-    : id_(actor_id), incarnation_(incarnation), type_(type), out_(out) {
+                     Outgoing& out, const std::atomic<bool>& draining)
+    : id_(actor_id), incarnation_(incarnation), type_(type), out_(out), draining_(draining) {
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -63,6 +94,22 @@ ActorHost::~ActorHost() {
   }
   cv_.notify_all();
   thread_.join();
+}
+
+void ActorHost::hand_back_queued() {
+  std::deque<wire::Task> queued;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    queued.swap(queue_);
+  }
+  for (const auto& t : queued) {
+    out_.done(failure(t, ErrorKind::kPreempted, "preempted", "handed back unstarted: the node is draining"));
+  }
+}
+
+bool ActorHost::idle() {
+  std::lock_guard<std::mutex> l(mu_);
+  return queue_.empty() && !busy_;
 }
 
 void ActorHost::push(wire::Task t) {
@@ -79,9 +126,13 @@ wire::Completion ActorHost::run(wire::Task& t) {
     return failure(t, ErrorKind::kRejected, "rejected",
                    type_.name + " has no method '" + t.method + "'");
   }
+  RunningTask host(t, out_, draining_);
+  TaskContext ctx(host, t.id, t.attempt, t.resumed ? &t.resume.data : nullptr);
   try {
-    std::string out = it->second(instance_.get(), t.args.data);
+    std::string out = it->second(instance_.get(), t.args.data, &ctx);
     return wire::Completion{t.id, t.actor_id, t.epoch, true, 0, "", Blob{std::move(out)}};
+  } catch (const TaskYielded&) {
+    return failure(t, ErrorKind::kPreempted, "preempted", "yielded: the node is draining");
   } catch (const BadArguments& e) {
     return failure(t, ErrorKind::kRejected, "rejected", e.what());
   } catch (const std::exception& e) {
@@ -107,9 +158,12 @@ void ActorHost::loop() {
     if (stop_) break;
     wire::Task t = std::move(queue_.front());
     queue_.pop_front();
+    busy_ = true;
     l.unlock();
-    out_.done(run(t));
+    wire::Completion c = run(t);
     l.lock();
+    busy_ = false;
+    out_.done(std::move(c));  // after busy_ is cleared: idle() never misses a result in flight
   }
   l.unlock();
   instance_.reset();  // the actor is destroyed on its own thread

@@ -1,6 +1,7 @@
 // One hosted actor: its instance and the thread that runs its tasks in order.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <memory>
@@ -19,13 +20,19 @@ class Outgoing {
  public:
   void done(wire::Completion c);
   void placed(wire::Placed p);
-  // Takes everything queued so far.
-  void take(std::vector<wire::Completion>& done, std::vector<wire::Placed>& placed);
+  void commit(wire::Commit c);
+  // Takes everything queued so far. Send commits before completions: a
+  // task's commits then reach the head before its result.
+  void take(std::vector<wire::Commit>& commits, std::vector<wire::Completion>& done,
+            std::vector<wire::Placed>& placed);
+  bool empty();
   int fd() const { return waker_.fd(); }
   void drain_wakeups() { waker_.drain(); }
 
  private:
+  void wake_if_first();  // called with mu_ held before adding
   std::mutex mu_;
+  std::vector<wire::Commit> commits_;
   std::vector<wire::Completion> done_;
   std::vector<wire::Placed> placed_;
   transport::Waker waker_;
@@ -34,13 +41,20 @@ class Outgoing {
 class ActorHost {
  public:
   // Constructs the actor on its own thread and reports Placed through `out`.
-  ActorHost(uint64_t actor_id, uint32_t incarnation, const detail::ActorTypeInfo& type, Outgoing& out);
+  // `draining` is the node's notice flag, which running tasks read through
+  // TaskContext::should_yield().
+  ActorHost(uint64_t actor_id, uint32_t incarnation, const detail::ActorTypeInfo& type, Outgoing& out,
+            const std::atomic<bool>& draining);
   // Lets the running task finish, drops the queued ones, joins the thread.
   ~ActorHost();
   ActorHost(const ActorHost&) = delete;
   ActorHost& operator=(const ActorHost&) = delete;
 
   void push(wire::Task t);
+  // Gives back every task not yet started (the node has notice).
+  void hand_back_queued();
+  // No task running or waiting.
+  bool idle();
   uint32_t incarnation() const { return incarnation_; }
 
  private:
@@ -51,6 +65,8 @@ class ActorHost {
   uint32_t incarnation_;
   const detail::ActorTypeInfo& type_;
   Outgoing& out_;
+  const std::atomic<bool>& draining_;
+  bool busy_ = false;  // a task is running (guarded by mu_)
   std::shared_ptr<void> instance_;
   std::mutex mu_;
   std::condition_variable cv_;

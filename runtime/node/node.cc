@@ -40,9 +40,10 @@ void Node::reset_session(const char* why) {
   hosts_.clear();
   welcomed_ = false;
   ++session_;
+  std::vector<wire::Commit> stale_commits;
   std::vector<wire::Completion> stale_done;
   std::vector<wire::Placed> stale_placed;
-  out_.take(stale_done, stale_placed);  // leases of the old session are void
+  out_.take(stale_commits, stale_done, stale_placed);  // leases of the old session are void
   say_hello();
 }
 
@@ -65,7 +66,21 @@ void Node::run() {
       if (shutdown_) break;
     }
     send_outgoing();
+    if (notice_.load() && !draining_.load()) begin_drain(opt_.notice_deadline, true);
     auto now = transport::Clock::now();
+    if (draining_.load()) {
+      if (drained()) {
+        spdlog::info("node {} drained: saying goodbye", opt_.node_id);
+        send(wire::encode_empty(wire::MsgType::kOk));
+        break;
+      }
+      if (now > drain_deadline_) {
+        // The machine is about to disappear: whatever still runs is lost, and
+        // resumes elsewhere from its last commit.
+        spdlog::warn("node {}: drain deadline reached with tasks running; exiting", opt_.node_id);
+        std::_Exit(0);
+      }
+    }
     // Until welcomed, hello again often: a hello sent before the connection was up is dropped.
     if (!welcomed_ && now - last_hello_ > std::chrono::milliseconds(100)) say_hello();
     if (welcomed_ && now - last_heard_ > head_liveness_) reset_session("the head went silent");
@@ -107,6 +122,9 @@ void Node::handle(zmq::message_t& m) {
           on_tasks(tasks);
         }
         break;
+      case MsgType::kDrain:
+        if (welcomed_) begin_drain(std::chrono::milliseconds(env.body<wire::Drain>().deadline_ms), false);
+        break;
       case MsgType::kShutdown:
         // Goodbye first: the head waits for it before it exits.
         send(wire::encode_empty(MsgType::kOk, env.request_id));
@@ -142,7 +160,22 @@ void Node::on_place(const wire::Place& p) {
     return;
   }
   hosts_.erase(p.actor_id);  // an older incarnation, if any, goes first
-  hosts_[p.actor_id] = std::make_unique<ActorHost>(p.actor_id, p.incarnation, *type, out_);
+  hosts_[p.actor_id] = std::make_unique<ActorHost>(p.actor_id, p.incarnation, *type, out_, draining_);
+}
+
+void Node::begin_drain(std::chrono::milliseconds deadline, bool tell_head) {
+  if (draining_.exchange(true)) return;
+  drain_deadline_ = transport::Clock::now() + deadline;
+  spdlog::info("node {} draining: {} ms to go", opt_.node_id, deadline.count());
+  if (tell_head) send(wire::encode(wire::Drain{opt_.node_id, deadline.count()}));
+  for (auto& [id, host] : hosts_) host->hand_back_queued();
+}
+
+bool Node::drained() {
+  for (auto& [id, host] : hosts_) {
+    if (!host->idle()) return false;
+  }
+  return out_.empty();
 }
 
 void Node::on_tasks(wire::Tasks& t) {
@@ -152,16 +185,24 @@ void Node::on_tasks(wire::Tasks& t) {
       spdlog::warn("task {} for actor {} that this node does not host: dropped", task.id, task.actor_id);
       continue;
     }
+    if (draining_.load()) {  // sent before the head knew: straight back
+      out_.done(wire::Completion{task.id, task.actor_id, task.epoch, false,
+                                 static_cast<int32_t>(ErrorKind::kPreempted), "preempted",
+                                 Blob{"handed back unstarted: the node is draining"}});
+      continue;
+    }
     it->second->push(std::move(task));
   }
 }
 
 void Node::send_outgoing() {
   out_.drain_wakeups();
+  std::vector<wire::Commit> commits;
   std::vector<wire::Completion> done;
   std::vector<wire::Placed> placed;
-  out_.take(done, placed);
+  out_.take(commits, done, placed);
   for (const auto& p : placed) send(wire::encode(p));
+  if (!commits.empty()) send(wire::encode(wire::Commits{std::move(commits)}));
   // Results go in frames of about 1 MiB (less under a small frame limit); a
   // result the head would refuse becomes an error the caller can read.
   const size_t target = std::min<size_t>(1u << 20, max_frame_ / 2);

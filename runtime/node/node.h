@@ -22,6 +22,8 @@ struct NodeOptions {
   int slots = 1;
   std::string node_id;  // default: host-pid
   std::chrono::milliseconds heartbeat{250};
+  // How long a node with notice (SIGTERM) has before it exits.
+  std::chrono::milliseconds notice_deadline{30000};
 };
 
 // Loads an actor library (dlopen); throws std::runtime_error with dlerror().
@@ -34,6 +36,8 @@ class Node {
   // Serves until the head says Shutdown or request_stop() is called.
   void run();
   void request_stop() { stop_requested_.store(true); }
+  // Notice that this machine is going away (SIGTERM): drain, then exit. Async-signal-safe.
+  void request_drain() { notice_.store(true); }
   const std::string& id() const { return opt_.node_id; }
 
  private:
@@ -44,6 +48,10 @@ class Node {
   void on_tasks(wire::Tasks& t);
   void send_outgoing();
   void send(const std::string& frame);
+  // Stops taking work, hands back what has not started, lets running tasks
+  // yield; the node leaves once idle, or at the deadline.
+  void begin_drain(std::chrono::milliseconds deadline, bool tell_head);
+  bool drained();
 
   NodeOptions opt_;
   zmq::socket_t dealer_;
@@ -58,6 +66,9 @@ class Node {
   transport::Clock::time_point last_hello_;
   transport::Clock::time_point last_sent_;
   std::atomic<bool> stop_requested_{false};
+  std::atomic<bool> notice_{false};
+  std::atomic<bool> draining_{false};
+  transport::Clock::time_point drain_deadline_;
   bool shutdown_ = false;
 };
 

@@ -9,7 +9,7 @@
 namespace spotlight::store {
 namespace {
 
-constexpr int kSchemaVersion = 1;
+constexpr int kSchemaVersion = 2;  // 2: task checkpoints and attempt limits
 
 class Stmt {
  public:

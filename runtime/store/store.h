@@ -56,13 +56,16 @@ struct TaskRecord {
   uint64_t epoch = 0;  // lease epoch while leased
   uint64_t actor = 0;
   std::string node;
-  uint32_t attempts = 0;
+  uint32_t attempts = 0;      // runs started and not handed back by a yield
+  uint32_t max_attempts = 3;  // runs lost to crashes before the task fails
+  bool has_checkpoint = false;
+  Blob checkpoint;  // the last TaskContext::commit of any attempt
   bool ok = false;
   int32_t kind = 0;
   std::string error_type;
   Blob result;
-  MSGPACK_DEFINE(id, ord, caller, mailbox, method, args, state, epoch, actor, node, attempts, ok,
-                 kind, error_type, result)
+  MSGPACK_DEFINE(id, ord, caller, mailbox, method, args, state, epoch, actor, node, attempts,
+                 max_attempts, has_checkpoint, checkpoint, ok, kind, error_type, result)
 };
 
 struct Loaded {

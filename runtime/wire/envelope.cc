@@ -19,6 +19,8 @@ const char* to_string(MsgType t) {
     case MsgType::kPlaced: return "Placed";
     case MsgType::kTasks: return "Tasks";
     case MsgType::kDone: return "Done";
+    case MsgType::kCommits: return "Commits";
+    case MsgType::kDrain: return "Drain";
     case MsgType::kStatusRequest: return "StatusRequest";
     case MsgType::kStatus: return "Status";
     case MsgType::kStop: return "Stop";

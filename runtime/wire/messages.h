@@ -30,6 +30,8 @@ enum class MsgType : uint16_t {
   kPlaced = 31,
   kTasks = 32,
   kDone = 33,
+  kCommits = 34,
+  kDrain = 35,
   kStatusRequest = 40,
   kStatus = 41,
   kStop = 42,
@@ -113,7 +115,8 @@ struct Call {
   std::string mailbox;
   std::string method;
   Blob args;
-  MSGPACK_DEFINE(id, mailbox, method, args)
+  uint32_t max_attempts = 0;  // runs lost with their node before the call fails; 0: the default
+  MSGPACK_DEFINE(id, mailbox, method, args, max_attempts)
 };
 struct Calls {
   std::vector<Call> calls;
@@ -167,7 +170,9 @@ struct Task {
   std::string method;
   Blob args;
   uint32_t attempt = 1;
-  MSGPACK_DEFINE(id, actor_id, epoch, method, args, attempt)
+  bool resumed = false;  // an earlier attempt committed `resume`
+  Blob resume;
+  MSGPACK_DEFINE(id, actor_id, epoch, method, args, attempt, resumed, resume)
 };
 struct Tasks {
   std::vector<Task> tasks;
@@ -187,6 +192,28 @@ struct Completion {
 struct Done {
   std::vector<Completion> done;
   MSGPACK_DEFINE(done)
+};
+
+// In-flight state of a running task (TaskContext::commit), node -> head.
+struct Commit {
+  uint64_t id = 0;
+  uint64_t actor_id = 0;
+  uint64_t epoch = 0;
+  Blob state;
+  MSGPACK_DEFINE(id, actor_id, epoch, state)
+};
+struct Commits {
+  std::vector<Commit> commits;
+  MSGPACK_DEFINE(commits)
+};
+
+// Notice that a node is going away: from a tool to the head (drain that node),
+// from the head to the node, or from a node to the head (it got SIGTERM or a
+// cloud notice). The node gets no new work and hands its tasks back.
+struct Drain {
+  std::string node_id;
+  int64_t deadline_ms = 30000;  // from now; the node exits by then
+  MSGPACK_DEFINE(node_id, deadline_ms)
 };
 
 struct Empty {
@@ -216,6 +243,8 @@ SPOTLIGHT_WIRE_TYPE_(Place, kPlace)
 SPOTLIGHT_WIRE_TYPE_(Placed, kPlaced)
 SPOTLIGHT_WIRE_TYPE_(Tasks, kTasks)
 SPOTLIGHT_WIRE_TYPE_(Done, kDone)
+SPOTLIGHT_WIRE_TYPE_(Commits, kCommits)
+SPOTLIGHT_WIRE_TYPE_(Drain, kDrain)
 SPOTLIGHT_WIRE_TYPE_(ClusterStatus, kStatus)
 #undef SPOTLIGHT_WIRE_TYPE_
 

@@ -26,15 +26,17 @@ TEST(Codec, EveryMessageTypeRoundTrips) {
   round_trip(Heartbeat{9});
   round_trip(CreatePool{"squares", "Square", "any", 4, 2, 16});
   round_trip(PoolCreated{"squares", false, "exists with another type"});
-  round_trip(Calls{{Call{(3ull << 40) | 1, "counter", "add", Blob{pack(std::make_tuple(5))}},
-                    Call{(3ull << 40) | 2, "counter", "get", Blob{std::string("\0\xff", 2)}}}});
+  round_trip(Calls{{Call{(3ull << 40) | 1, "counter", "add", Blob{pack(std::make_tuple(5))}, 0},
+                    Call{(3ull << 40) | 2, "counter", "get", Blob{std::string("\0\xff", 2)}, 3}}});
   round_trip(Accepted{{1, 2, 3}});
   round_trip(Results{{Result{1, true, 0, "", Blob{pack(55)}},
                       Result{2, false, 1, "std::domain_error", Blob{"negative"}}}});
   round_trip(AckResults{{1, 2}});
   round_trip(Place{5, "squares", "Square", 2, 16});
   round_trip(Placed{5, 2, false, "type not loaded"});
-  round_trip(Tasks{{Task{1, 5, 77, "add", Blob{pack(std::make_tuple(1))}, 2}}});
+  round_trip(Tasks{{Task{1, 5, 77, "add", Blob{pack(std::make_tuple(1))}, 2, true, Blob{"step 3"}}}});
+  round_trip(Commits{{Commit{1, 5, 77, Blob{"step 4"}}}});
+  round_trip(Drain{"node-1", 30000});
   round_trip(Done{{Completion{1, 5, 77, true, 0, "", Blob{pack(1)}}}});
   ClusterStatus st;
   st.boot = 3;

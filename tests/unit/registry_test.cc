@@ -21,9 +21,9 @@ TEST(Registry, InvokerRunsTheMethod) {
   ASSERT_NE(type, nullptr);
   auto instance = type->create();
   auto& add = type->methods.at("add");
-  EXPECT_EQ(unpack<int64_t>(add(instance.get(), pack(std::make_tuple(int64_t{5})))), 5);
-  EXPECT_EQ(unpack<int64_t>(add(instance.get(), pack(std::make_tuple(int64_t{7})))), 12);
-  auto tally = unpack<hello::Tally>(type->methods.at("get")(instance.get(), pack(std::make_tuple())));
+  EXPECT_EQ(unpack<int64_t>(add(instance.get(), pack(std::make_tuple(int64_t{5})), nullptr)), 5);
+  EXPECT_EQ(unpack<int64_t>(add(instance.get(), pack(std::make_tuple(int64_t{7})), nullptr)), 12);
+  auto tally = unpack<hello::Tally>(type->methods.at("get")(instance.get(), pack(std::make_tuple()), nullptr));
   EXPECT_EQ(tally.value, 12);
   EXPECT_EQ(tally.calls, 2);
 }
@@ -32,10 +32,10 @@ TEST(Registry, WrongArgumentsAreRefused) {
   const auto* type = detail::find_actor_type("hello::Counter");
   auto instance = type->create();
   auto& add = type->methods.at("add");
-  EXPECT_THROW(add(instance.get(), pack(std::make_tuple())), BadArguments);
-  EXPECT_THROW(add(instance.get(), pack(std::make_tuple(1, 2))), BadArguments);
-  EXPECT_THROW(add(instance.get(), pack(std::make_tuple(std::string("five")))), BadArguments);
-  EXPECT_THROW(add(instance.get(), std::string("\xc1")), BadArguments);
+  EXPECT_THROW(add(instance.get(), pack(std::make_tuple()), nullptr), BadArguments);
+  EXPECT_THROW(add(instance.get(), pack(std::make_tuple(1, 2)), nullptr), BadArguments);
+  EXPECT_THROW(add(instance.get(), pack(std::make_tuple(std::string("five"))), nullptr), BadArguments);
+  EXPECT_THROW(add(instance.get(), std::string("\xc1"), nullptr), BadArguments);
 }
 
 TEST(Registry, MethodNamesFromMemberPointers) {
@@ -47,7 +47,7 @@ TEST(Registry, MethodNamesFromMemberPointers) {
 TEST(Registry, ExceptionsPropagateFromTheMethod) {
   const auto* type = detail::find_actor_type("testing_actors::Worker");
   auto instance = type->create();
-  EXPECT_THROW(type->methods.at("fail")(instance.get(), pack(std::make_tuple(std::string("boom")))),
+  EXPECT_THROW(type->methods.at("fail")(instance.get(), pack(std::make_tuple(std::string("boom"))), nullptr),
                std::invalid_argument);
 }
 

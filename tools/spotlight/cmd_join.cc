@@ -8,8 +8,12 @@
 namespace spotlight::cli {
 namespace {
 node::Node* g_node = nullptr;
-void on_signal(int) {
+void on_stop(int) {
   if (g_node) g_node->request_stop();
+}
+// SIGTERM is how clouds and schedulers announce that a machine goes away: drain.
+void on_notice(int) {
+  if (g_node) g_node->request_drain();
 }
 }  // namespace
 
@@ -17,6 +21,7 @@ void add_join(CLI::App& app) {
   auto opt = std::make_shared<node::NodeOptions>();
   auto libs = std::make_shared<std::vector<std::string>>();
   auto hb = std::make_shared<int>(250);
+  auto notice_s = std::make_shared<double>(30);
   CLI::App* cmd = app.add_subcommand("join", "Attach this machine to a cluster as a node");
   cmd->add_option("head", opt->head, "HOST:PORT of the head")->required();
   cmd->add_option("--market", opt->market, "reserved or spot")->check(CLI::IsMember({"reserved", "spot"}));
@@ -24,6 +29,8 @@ void add_join(CLI::App& app) {
   cmd->add_option("--load", *libs, "Actor library (.so) to load; repeatable")->check(CLI::ExistingFile);
   cmd->add_option("--id", opt->node_id, "Node id (default HOST-PID)");
   cmd->add_option("--heartbeat-ms", *hb, "Heartbeat interval")->check(CLI::Range(10, 60000));
+  cmd->add_option("--notice-deadline", *notice_s, "Seconds to drain after SIGTERM before exiting")
+      ->check(CLI::Range(0.0, 3600.0));
   cmd->callback([=] {
     common::init_logging("node");
     if (opt->head.find(':') == std::string::npos) {
@@ -32,11 +39,12 @@ void add_join(CLI::App& app) {
     for (const auto& lib : *libs) node::load_actor_library(lib);
     node::NodeOptions o = *opt;
     o.heartbeat = std::chrono::milliseconds(*hb);
+    o.notice_deadline = std::chrono::milliseconds(static_cast<int64_t>(*notice_s * 1000));
     {
       node::Node n(o);
       g_node = &n;
-      std::signal(SIGTERM, on_signal);
-      std::signal(SIGINT, on_signal);
+      std::signal(SIGTERM, on_notice);
+      std::signal(SIGINT, on_stop);
       n.run();
       g_node = nullptr;
     }

@@ -90,6 +90,19 @@ void add_status(CLI::App& app) {
       print_table(s);
     }
   });
+  auto drain_address = std::make_shared<std::string>(default_address());
+  auto drain_node_id = std::make_shared<std::string>();
+  auto deadline = std::make_shared<double>(30);
+  CLI::App* dr = app.add_subcommand("drain", "Give a node notice: it hands its work back and leaves");
+  dr->add_option("node", *drain_node_id, "Node id (see spotlight status)")->required();
+  dr->add_option("--deadline", *deadline, "Seconds until the node must be gone")->check(CLI::Range(0.0, 86400.0));
+  dr->add_option("--address", *drain_address, "HOST:PORT of the head ($SPOTLIGHT_ADDRESS)");
+  dr->callback([=] {
+    drain_node(*drain_address, *drain_node_id,
+               std::chrono::milliseconds(static_cast<int64_t>(*deadline * 1000)));
+    std::cout << "node " << *drain_node_id << " is draining (deadline " << *deadline << " s)\n";
+  });
+
   auto stop_address = std::make_shared<std::string>(default_address());
   CLI::App* sp = app.add_subcommand("stop", "Stop every node and the head");
   sp->add_option("--address", *stop_address, "HOST:PORT of the head ($SPOTLIGHT_ADDRESS)");

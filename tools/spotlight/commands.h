@@ -6,6 +6,6 @@
 namespace spotlight::cli {
 void add_head(CLI::App& app);
 void add_join(CLI::App& app);
-void add_status(CLI::App& app);  // status and stop
+void add_status(CLI::App& app);  // status, drain and stop
 void add_bench(CLI::App& app);
 }  // namespace spotlight::cli

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "spotlight/codec.h"
+#include "spotlight/task.h"
 
 namespace spotlight {
 
@@ -32,7 +33,9 @@ struct BadArguments : std::runtime_error {
 
 namespace detail {
 
-using Invoker = std::function<std::string(void* self, std::string_view args)>;
+// Runs one method: unpacks `args`, calls it on `self` (passing `ctx` to methods
+// that take a TaskContext&), packs the result.
+using Invoker = std::function<std::string(void* self, std::string_view args, TaskContext* ctx)>;
 
 struct ActorTypeInfo {
   std::string name;
@@ -46,15 +49,27 @@ void register_actor_type(ActorTypeInfo info);
 const ActorTypeInfo* find_actor_type(const std::string& name);
 std::vector<std::string> actor_type_names();
 
+// The parameters a caller passes: all but a leading TaskContext&.
+template <class... A>
+struct call_params {
+  static constexpr bool takes_context = false;
+  using args = std::tuple<std::decay_t<A>...>;
+};
+template <class... A>
+struct call_params<TaskContext&, A...> {
+  static constexpr bool takes_context = true;
+  using args = std::tuple<std::decay_t<A>...>;
+};
+
 template <class M>
 struct method_traits;
-#define SPOTLIGHT_METHOD_TRAITS_(QUALS)                         \
-  template <class C, class R, class... A>                       \
-  struct method_traits<R (C::*)(A...) QUALS> {                  \
-    using cls = C;                                              \
-    using ret = R;                                              \
-    using args = std::tuple<std::decay_t<A>...>;                \
-    static constexpr std::size_t arity = sizeof...(A);          \
+#define SPOTLIGHT_METHOD_TRAITS_(QUALS)                                       \
+  template <class C, class R, class... A>                                     \
+  struct method_traits<R (C::*)(A...) QUALS> {                                \
+    using cls = C;                                                            \
+    using ret = R;                                                            \
+    using args = typename call_params<A...>::args;                            \
+    static constexpr bool takes_context = call_params<A...>::takes_context;   \
   };
 SPOTLIGHT_METHOD_TRAITS_()
 SPOTLIGHT_METHOD_TRAITS_(const)
@@ -105,14 +120,22 @@ std::pair<std::string, Invoker> method(const char* name, M m) {
   using Tr = method_traits<M>;
   method_table<M>().emplace_back(m, name);
   std::string where = actor_type_name<C>() + "." + name;
-  Invoker inv = [m, where](void* self, std::string_view bytes) -> std::string {
+  Invoker inv = [m, where](void* self, std::string_view bytes, TaskContext* ctx) -> std::string {
     auto args = unpack_args<typename Tr::args>(bytes, where);
     C* obj = static_cast<C*>(self);
+    auto call = [&](auto&... a) -> decltype(auto) {
+      if constexpr (Tr::takes_context) {
+        if (!ctx) throw std::logic_error(where + " needs a TaskContext");
+        return (obj->*m)(*ctx, a...);
+      } else {
+        return (obj->*m)(a...);
+      }
+    };
     if constexpr (std::is_void_v<typename Tr::ret>) {
-      std::apply([&](auto&... a) { (obj->*m)(a...); }, args);
+      std::apply(call, args);
       return pack(msgpack::type::nil_t());
     } else {
-      return pack(std::apply([&](auto&... a) { return (obj->*m)(a...); }, args));
+      return pack(std::apply(call, args));
     }
   };
   return {name, std::move(inv)};

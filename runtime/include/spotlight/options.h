@@ -25,6 +25,13 @@ inline Placement on_market(std::string market) {
   return p;
 }
 
+// Per-call options (ActorHandle::with).
+struct CallOptions {
+  // Runs lost with their node before the call fails with CrashedError; 0: the
+  // head's default (3). Yields on notice never count.
+  uint32_t max_attempts = 0;
+};
+
 struct ConnectOptions {
   std::chrono::milliseconds heartbeat{250};
   // How long connect() waits for the head to answer before throwing ConnectionError.

@@ -30,7 +30,7 @@ namespace detail {
 class Client;
 // Submits one call; the returned state resolves with its result.
 std::shared_ptr<FutureState> submit(Client& c, const std::string& mailbox, const std::string& method,
-                                    std::string args);
+                                    std::string args, const CallOptions& options = {});
 }  // namespace detail
 
 // A handle to a lone actor or a pool: calls go to its mailbox, and whichever
@@ -48,13 +48,20 @@ class ActorHandle {
     using R = std::decay_t<typename Tr::ret>;
     typename Tr::args tuple(std::forward<Args>(args)...);
     return Future<R>(
-        detail::submit(*client_, mailbox_, detail::method_name(method), pack(tuple)));
+        detail::submit(*client_, mailbox_, detail::method_name(method), pack(tuple), options_));
+  }
+  // The same handle, whose calls carry `options`.
+  ActorHandle with(CallOptions options) const {
+    ActorHandle h = *this;
+    h.options_ = options;
+    return h;
   }
   const std::string& name() const { return mailbox_; }
 
  private:
   std::shared_ptr<detail::Client> client_;
   std::string mailbox_;
+  CallOptions options_;
 };
 
 class Runtime {
@@ -86,6 +93,9 @@ class Runtime {
   }
 
   ClusterStatus status();
+  // Gives node `node_id` notice: it takes no new work, hands back what has not
+  // started, lets running tasks yield, and leaves by `deadline`.
+  void drain(const std::string& node_id, std::chrono::milliseconds deadline);
   // Asks the head to stop every node and itself.
   void stop_cluster();
   const std::string& address() const;
@@ -105,6 +115,9 @@ ClusterStatus cluster_status(const std::string& address,
                              std::chrono::milliseconds timeout = std::chrono::seconds(5));
 void stop_cluster(const std::string& address,
                   std::chrono::milliseconds timeout = std::chrono::seconds(5));
+void drain_node(const std::string& address, const std::string& node_id,
+                std::chrono::milliseconds deadline,
+                std::chrono::milliseconds timeout = std::chrono::seconds(5));
 
 // A head and N nodes as child processes on loopback: everything on one machine, no set-up.
 class LocalCluster {
