@@ -396,7 +396,8 @@ void Head::on_done(Node& n, wire::Done& d) {
     auto ait = state_.actors.find(c.actor_id);
     if (ait != state_.actors.end()) {
       Actor& a = ait->second;
-      if (a.node == n.id && a.phase == ActorPhase::kReady) a.credit += 1;
+      // Credit comes back only to an actor that may take more work here.
+      if (a.node == n.id && a.phase == ActorPhase::kReady && !n.draining) a.credit += 1;
       if (a.leased > 0) a.leased -= 1;
       bool yielded = !c.ok && c.kind == static_cast<int32_t>(ErrorKind::kPreempted);
       if (!yielded) a.completed += 1;

@@ -2,7 +2,9 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <stdexcept>
+#include <thread>
 
 #include "spotlight/actor.h"
 
@@ -24,7 +26,21 @@ std::string Worker::who() {
 
 int64_t Worker::fail(std::string message) { throw std::invalid_argument(message); }
 
+StepReport Stepper::run(spotlight::TaskContext& ctx, int64_t key, int64_t steps, int64_t step_ms) {
+  StepState s = ctx.resume_value<StepState>().value_or(StepState{});
+  StepReport r{key, ctx.attempt(), ctx.resumed(), s.step, 0, getpid()};
+  while (s.step < steps) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(step_ms));  // the step's work
+    ++s.step;
+    ++r.ran;
+    ctx.commit_value(s);
+    if (ctx.should_yield() && s.step < steps) ctx.yield();
+  }
+  return r;
+}
+
 }  // namespace testing_actors
 
 SPOTLIGHT_ACTOR(testing_actors::Recorder, record, stats)
+SPOTLIGHT_ACTOR(testing_actors::Stepper, run)
 SPOTLIGHT_ACTOR(testing_actors::Worker, who, twice, fail, echo_many, blob)

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "spotlight/codec.h"
+#include "spotlight/task.h"
 
 namespace testing_actors {
 
@@ -34,6 +35,26 @@ class Worker {
   int64_t fail(std::string message);  // throws std::invalid_argument(message)
   std::vector<std::string> echo_many(std::vector<std::string> v) { return v; }
   std::string blob(int64_t bytes) { return std::string(static_cast<size_t>(bytes), 'b'); }
+};
+
+// A task of K steps that commits after every step and yields on notice, as
+// an explorer does with its denoising steps.
+struct StepState {
+  int64_t step = 0;      // steps done in the committed lineage
+  MSGPACK_DEFINE(step)
+};
+struct StepReport {
+  int64_t key = 0;
+  uint32_t attempt = 0;    // of the run that finished
+  bool resumed = false;
+  int64_t started_at = 0;  // the step the finishing run started from
+  int64_t ran = 0;         // steps the finishing run executed
+  int64_t pid = 0;         // where it finished
+  MSGPACK_DEFINE(key, attempt, resumed, started_at, ran, pid)
+};
+class Stepper {
+ public:
+  StepReport run(spotlight::TaskContext& ctx, int64_t key, int64_t steps, int64_t step_ms);
 };
 
 }  // namespace testing_actors

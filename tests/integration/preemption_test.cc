@@ -1,0 +1,137 @@
+// Machines that go away: kill -9 of a node mid-task, drain with a deadline
+// (by the tool and by SIGTERM), and attempt limits. Tasks have K steps and
+// commit after each one; the head counts every commit, so a step computed
+// twice shows up as one commit too many.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include "common/process.h"
+#include "support/cluster.h"
+#include "support/test_actors.h"
+
+namespace spotlight {
+namespace {
+
+using testing::cluster_options;
+using testing::wait_for_status;
+using testing_actors::StepReport;
+using testing_actors::Stepper;
+
+uint64_t counter(const ClusterStatus& s, const std::string& name) {
+  auto it = s.counters.find(name);
+  return it == s.counters.end() ? 0 : it->second;
+}
+
+// The node running a task of `pool` right now.
+const NodeStatus* busy_node(const ClusterStatus& s, const std::string& pool) {
+  for (const auto& a : s.actors) {
+    if (a.pool != pool || a.leased == 0) continue;
+    for (const auto& n : s.nodes) {
+      if (n.id == a.node) return &n;
+    }
+  }
+  return nullptr;
+}
+
+TEST(Preemption, KillNineMidTaskResumesElsewhereFromTheLastCommit) {
+  LocalCluster cluster(cluster_options(2, 1));
+  auto rt = cluster.connect();
+  auto pool = rt.pool<Stepper>("steppers", on_market("any").members(2).ahead(1));
+  constexpr int64_t kSteps = 20;
+  auto f = pool.call(&Stepper::run, 1, kSteps, 50);
+  ClusterStatus before;
+  ASSERT_TRUE(wait_for_status(cluster.address(), [&](const ClusterStatus& s) {
+    before = s;
+    return counter(s, "commits") >= 5 && busy_node(s, "steppers");
+  }));
+  const NodeStatus* victim = busy_node(before, "steppers");
+  ASSERT_NE(victim, nullptr);
+  uint64_t committed = counter(before, "commits");
+  common::signal_process(static_cast<pid_t>(victim->pid), SIGKILL);
+
+  StepReport r = f.get(std::chrono::seconds(30));
+  EXPECT_EQ(r.attempt, 2u) << "the crash used up one attempt";
+  EXPECT_TRUE(r.resumed);
+  EXPECT_NE(r.pid, victim->pid) << "finished on the surviving node";
+  EXPECT_GE(r.started_at, static_cast<int64_t>(committed)) << "resumed from the last commit";
+  EXPECT_EQ(r.started_at + r.ran, kSteps);
+  ClusterStatus after = rt.status();
+  // Without notice at most the step in flight is computed again.
+  EXPECT_LE(counter(after, "commits"), static_cast<uint64_t>(kSteps) + 1);
+  EXPECT_EQ(counter(after, "nodes_lost"), 1u);
+  EXPECT_EQ(counter(after, "tasks_requeued"), 1u);
+}
+
+// Drain by the tool or by SIGTERM: every task leaves the node before the
+// deadline, resumes where it stopped, and no step is computed twice.
+void drain_moves_everything(bool by_signal) {
+  LocalCluster cluster(cluster_options(2, 2));
+  auto rt = cluster.connect();
+  auto pool = rt.pool<Stepper>("drainers", on_market("any").members(4).ahead(2));
+  constexpr int kTasks = 8;
+  constexpr int64_t kSteps = 20;
+  std::vector<Future<StepReport>> fs;
+  for (int i = 0; i < kTasks; ++i) fs.push_back(pool.call(&Stepper::run, i, kSteps, 25));
+  ClusterStatus before;
+  ASSERT_TRUE(wait_for_status(cluster.address(), [&](const ClusterStatus& s) {
+    before = s;
+    return counter(s, "commits") >= 8 && busy_node(s, "drainers");
+  }));
+  NodeStatus victim = *busy_node(before, "drainers");
+  auto t0 = std::chrono::steady_clock::now();
+  if (by_signal) {
+    common::signal_process(static_cast<pid_t>(victim.pid), SIGTERM);
+  } else {
+    rt.drain(victim.id, std::chrono::seconds(30));
+  }
+  // The node hands everything back and leaves long before its deadline.
+  ASSERT_TRUE(wait_for_status(cluster.address(), [&](const ClusterStatus& s) {
+    for (const auto& n : s.nodes) {
+      if (n.id == victim.id) return n.state == "dead";
+    }
+    return false;
+  }));
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+  int resumed = 0;
+  for (int i = 0; i < kTasks; ++i) {
+    StepReport r = fs[i].get(std::chrono::seconds(30));
+    EXPECT_EQ(r.key, i);
+    EXPECT_EQ(r.attempt, 1u) << "a yield is not a failed attempt";
+    EXPECT_EQ(r.started_at + r.ran, kSteps);
+    resumed += r.resumed;
+  }
+  EXPECT_GE(resumed, 1) << "at least one task moved mid-way";
+  ClusterStatus after = rt.status();
+  EXPECT_EQ(counter(after, "commits"), static_cast<uint64_t>(kTasks * kSteps))
+      << "with notice no step is computed twice";
+  EXPECT_EQ(counter(after, "nodes_drained"), 1u);
+  EXPECT_EQ(counter(after, "nodes_lost"), 0u);
+  EXPECT_EQ(counter(after, "tasks_requeued"), 0u) << "nothing was left for liveness to clean up";
+  EXPECT_GE(counter(after, "tasks_handed_back"), 1u);
+}
+
+TEST(Preemption, DrainByTheToolMovesEveryTaskBeforeTheDeadline) { drain_moves_everything(false); }
+TEST(Preemption, SigtermDrainsTheNode) { drain_moves_everything(true); }
+
+TEST(Preemption, AttemptsLostToCrashesRunOut) {
+  LocalCluster cluster(cluster_options(2, 1));
+  auto rt = cluster.connect();
+  auto pool = rt.pool<Stepper>("fragile", on_market("any").members(2).ahead(1));
+  auto f = pool.with(CallOptions{1}).call(&Stepper::run, 7, 40, 50);
+  ClusterStatus before;
+  ASSERT_TRUE(wait_for_status(cluster.address(), [&](const ClusterStatus& s) {
+    before = s;
+    return counter(s, "commits") >= 2 && busy_node(s, "fragile");
+  }));
+  common::signal_process(static_cast<pid_t>(busy_node(before, "fragile")->pid), SIGKILL);
+  try {
+    f.get(std::chrono::seconds(30));
+    FAIL() << "a task allowed one attempt ran twice";
+  } catch (const CrashedError& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kCrashed);
+    EXPECT_NE(std::string(e.what()).find("1 attempt"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace spotlight
