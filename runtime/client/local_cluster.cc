@@ -42,9 +42,10 @@ struct LocalCluster::Impl {
     address = "127.0.0.1:" + std::to_string(port);
   }
 
-  int add_node(int slots, const std::string& market) {
+  int add_node(int slots, const std::string& market, const std::vector<std::string>& extra = {}) {
     std::vector<std::string> argv{bin, "join", address, "--market", market, "--slots",
                                   std::to_string(slots)};
+    argv.insert(argv.end(), extra.begin(), extra.end());
     for (const auto& lib : opt.load) {
       argv.push_back("--load");
       argv.push_back(lib);
@@ -127,6 +128,11 @@ int LocalCluster::add_node(int slots, const std::string& market) {
   impl_->wait_for_nodes(alive + 1);
   return i;
 }
+int LocalCluster::start_node(int slots, const std::string& market,
+                             const std::vector<std::string>& extra) {
+  return impl_->add_node(slots, market, extra);
+}
+int LocalCluster::node_pid(int index) const { return impl_->nodes.at(index); }
 void LocalCluster::kill_node(int index, int signal) {
   pid_t p = impl_->nodes.at(index);
   common::signal_process(p, signal);

@@ -50,17 +50,15 @@ void Head::run() {
   while (!stopping_ || (!awaiting_goodbye_.empty() && now_ < stop_deadline_)) {
     if (stop_requested_.load()) break;
     try {
-      zmq::poll(items, 1, std::chrono::milliseconds(opt_.heartbeat.count() / 2 + 1));
+      zmq::poll(items, 1, std::chrono::milliseconds(std::min<int64_t>(50, opt_.heartbeat.count() / 2 + 1)));
     } catch (const zmq::error_t& e) {
       if (e.num() != EINTR) throw;
     }
     turn();
+    if (check_liveness()) turn();  // re-queued tasks and freed actors are served at once
     if (now_ >= next_heartbeat_) {
-      check_liveness();
       send_heartbeats();
       next_heartbeat_ = now_ + opt_.heartbeat;
-      // Liveness may have re-queued tasks or freed actors: serve them now.
-      turn();
     }
   }
   // Commit whatever the last turn left, and leave a compacted store behind.
@@ -393,6 +391,8 @@ void Head::on_done(Node& n, wire::Done& d) {
       continue;
     }
     Task& t = it->second;
+    if (n.leased > 0) n.leased -= 1;
+    if (n.draining && n.leased == 0 && !n.emptied_at) n.emptied_at = now_;
     auto ait = state_.actors.find(c.actor_id);
     if (ait != state_.actors.end()) {
       Actor& a = ait->second;
@@ -468,6 +468,8 @@ void Head::on_drain(const std::string& peer, Node* from_node, const wire::Drain&
 void Head::start_drain(Node& n) {
   if (n.draining) return;
   n.draining = true;
+  n.notice_at = now_;
+  if (n.leased == 0) n.emptied_at = now_;
   count("drains");
   std::vector<uint64_t> ids(n.actors.begin(), n.actors.end());
   for (uint64_t id : ids) {
@@ -552,6 +554,7 @@ void Head::lease(Pool& pool, Actor& a, Node& n) {
   a.credit -= 1;
   a.leased += 1;
   pool.leased += 1;
+  n.leased += 1;
   Outbox& box = to_nodes_[n.peer];
   box.tasks.tasks.push_back(
       wire::Task{id, a.rec.id, e.epoch, t.method, t.args, t.attempts, t.has_checkpoint, t.checkpoint});
@@ -585,6 +588,8 @@ void Head::node_dead(Node& n, const char* why) {
   spdlog::info("node {} is gone ({})", n.id, why);
   count(n.draining ? "nodes_drained" : "nodes_lost");
   n.alive = false;
+  n.gone_at = now_;
+  n.leased = 0;
   state_.node_by_peer.erase(n.peer);
   // Tasks leased to its actors go back to the front of their mailboxes, in arrival order.
   std::vector<Task*> leased;
@@ -613,9 +618,13 @@ void Head::node_dead(Node& n, const char* why) {
   n.used = 0;
 }
 
-void Head::check_liveness() {
+bool Head::check_liveness() {
+  bool lost = false;
   for (auto& [id, n] : state_.nodes) {
-    if (n.alive && now_ - n.last_seen > opt_.liveness) node_dead(n, "missed heartbeats");
+    if (n.alive && now_ - n.last_seen > opt_.liveness) {
+      node_dead(n, "missed heartbeats");
+      lost = true;
+    }
   }
   for (auto& [uuid, c] : state_.clients) {
     if (!c.peer.empty() && now_ - c.last_seen > opt_.liveness * 3) {
@@ -623,6 +632,7 @@ void Head::check_liveness() {
       c.peer.clear();
     }
   }
+  return lost;
 }
 
 void Head::send_heartbeats() {
@@ -663,16 +673,24 @@ ClusterStatus Head::status() const {
   s.store = opt_.store_path;
   s.tasks_live = state_.tasks.size();
   s.counters = counters_;
-  std::map<std::string, uint64_t> running;
-  for (const auto& [id, a] : state_.actors) {
-    if (!a.node.empty()) running[a.node] += a.leased;
-  }
+  auto ago = [&](const std::optional<transport::Clock::time_point>& t) -> int64_t {
+    return t ? std::chrono::duration_cast<std::chrono::milliseconds>(now_ - *t).count() : -1;
+  };
   for (const auto& [id, n] : state_.nodes) {
-    s.nodes.push_back(NodeStatus{n.id, n.host, n.market, !n.alive ? "dead" : n.draining ? "draining" : "alive", n.slots, n.used,
-                                 n.pid,
-                                 std::chrono::duration_cast<std::chrono::milliseconds>(now_ - n.last_seen)
-                                     .count(),
-                                 running[n.id]});
+    NodeStatus ns;
+    ns.id = n.id;
+    ns.host = n.host;
+    ns.market = n.market;
+    ns.state = !n.alive ? "dead" : n.draining ? "draining" : "alive";
+    ns.slots = n.slots;
+    ns.used = n.used;
+    ns.pid = n.pid;
+    ns.last_heartbeat_ms = ago(n.last_seen);
+    ns.running = n.leased;
+    ns.notice_ms_ago = ago(n.notice_at);
+    ns.emptied_ms_ago = ago(n.emptied_at);
+    ns.gone_ms_ago = ago(n.gone_at);
+    s.nodes.push_back(std::move(ns));
   }
   for (const auto& [name, p] : state_.pools) {
     int placed = 0;

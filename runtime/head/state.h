@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -130,7 +131,9 @@ struct Node {
   std::set<std::string> types;
   bool alive = true;
   bool draining = false;  // had notice: gets no new work, its actors move away
+  uint64_t leased = 0;    // tasks leased to it and not yet back
   transport::Clock::time_point last_seen;
+  std::optional<transport::Clock::time_point> notice_at, emptied_at, gone_at;
   std::set<uint64_t> actors;
 };
 

@@ -1,5 +1,47 @@
 #include "tools/spotlight/bench_actors.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <string>
+#include <thread>
+
 #include "spotlight/actor.h"
 
+namespace spotlight::bench {
+
+namespace {
+// One append-only file per node process; O_APPEND writes of a line are atomic.
+int step_log() {
+  static int fd = [] {
+    const char* dir = std::getenv("SPOTLIGHT_STEP_LOG");
+    if (!dir) return -1;
+    std::string path = std::string(dir) + "/steps-" + std::to_string(getpid()) + ".log";
+    return ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  }();
+  return fd;
+}
+}  // namespace
+
+StepResult Stepper::run(TaskContext& ctx, int64_t key, int64_t steps, int64_t step_ms) {
+  int64_t step = ctx.resume_value<int64_t>().value_or(0);
+  while (step < steps) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(step_ms));  // the step's work
+    ++step;
+    if (int fd = step_log(); fd >= 0) {
+      std::string line = std::to_string(key) + " " + std::to_string(step) + "\n";
+      ssize_t w = ::write(fd, line.data(), line.size());
+      (void)w;
+    }
+    ctx.commit_value(step);
+    if (ctx.should_yield() && step < steps) ctx.yield();
+  }
+  return StepResult{key, ctx.attempt(), ctx.resumed()};
+}
+
+}  // namespace spotlight::bench
+
 SPOTLIGHT_ACTOR(spotlight::bench::Echo, ping)
+SPOTLIGHT_ACTOR(spotlight::bench::Stepper, run)

@@ -1,11 +1,30 @@
-// Actor types the runtime benchmarks call; registered in the spotlight binary,
-// so every `spotlight join` node can host them.
+// Actor types the benchmarks and the replay drive; registered in the
+// spotlight binary, so every `spotlight join` node can host them.
 #pragma once
 
 #include <cstdint>
 
+#include "spotlight/codec.h"
+#include "spotlight/task.h"
+
 namespace spotlight::bench {
+
 struct Echo {
   int64_t ping(int64_t x) { return x; }
 };
+
+// A rollout-like task: `steps` steps of `step_ms` each, committing after each
+// step and yielding on notice. With SPOTLIGHT_STEP_LOG set to a folder, every
+// finished step is appended there before its commit, so a replay can count
+// the steps that were computed more than once.
+struct StepResult {
+  int64_t key = 0;
+  uint32_t attempt = 0;
+  bool resumed = false;
+  MSGPACK_DEFINE(key, attempt, resumed)
+};
+struct Stepper {
+  StepResult run(TaskContext& ctx, int64_t key, int64_t steps, int64_t step_ms);
+};
+
 }  // namespace spotlight::bench

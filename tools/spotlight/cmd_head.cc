@@ -18,7 +18,7 @@ void on_signal(int) {
 void add_head(CLI::App& app) {
   auto opt = std::make_shared<head::HeadOptions>();
   auto sync = std::make_shared<std::string>("process");
-  auto hb = std::make_shared<int>(250), live = std::make_shared<int>(1000);
+  auto hb = std::make_shared<int>(250), live = std::make_shared<int>(850);
   auto max_mib = std::make_shared<double>(64);
   CLI::App* cmd = app.add_subcommand("head", "Run the head node (the cluster's truth)");
   cmd->add_option("--port", opt->port, "Port to listen on (0: pick a free one)")

@@ -8,4 +8,5 @@ void add_head(CLI::App& app);
 void add_join(CLI::App& app);
 void add_status(CLI::App& app);  // status, drain and stop
 void add_bench(CLI::App& app);
+void add_replay(CLI::App& app);
 }  // namespace spotlight::cli

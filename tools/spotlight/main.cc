@@ -1,4 +1,4 @@
-// spotlight: head | join | status | stop | bench
+// spotlight: head | join | status | drain | stop | bench | replay
 #include <iostream>
 
 #include "tools/spotlight/commands.h"
@@ -10,6 +10,7 @@ int main(int argc, char** argv) {
   spotlight::cli::add_join(app);
   spotlight::cli::add_status(app);
   spotlight::cli::add_bench(app);
+  spotlight::cli::add_replay(app);
   auto known = [&](const char* name) {
     try {
       return app.get_subcommand(name) != nullptr;

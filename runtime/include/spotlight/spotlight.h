@@ -129,8 +129,12 @@ class LocalCluster {
 
   const std::string& address() const;  // "127.0.0.1:PORT"
   Runtime connect(ConnectOptions options = {}) const;
-  // Starts one more node; returns its index.
+  // Starts one more node and waits until the head counts it; returns its index.
   int add_node(int slots, const std::string& market);
+  // Starts one more node without waiting; `extra` are more `join` arguments.
+  int start_node(int slots, const std::string& market, const std::vector<std::string>& extra = {});
+  // The process id of node `index`.
+  int node_pid(int index) const;
   void kill_node(int index, int signal = SIGKILL);
   int node_count() const;
   // Kills the head (kill -9 by default) and starts it again on the same store and port.

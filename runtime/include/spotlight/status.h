@@ -19,8 +19,14 @@ struct NodeStatus {
   int32_t used = 0;
   int64_t pid = 0;
   int64_t last_heartbeat_ms = 0;  // milliseconds since the head last heard from it
-  uint64_t running = 0;           // tasks leased to its actors
-  MSGPACK_DEFINE(id, host, market, state, slots, used, pid, last_heartbeat_ms, running)
+  uint64_t running = 0;           // tasks leased to it
+  // Milliseconds since: it had notice (began to drain); its last lease went
+  // after the notice; it was declared gone. -1: not (yet).
+  int64_t notice_ms_ago = -1;
+  int64_t emptied_ms_ago = -1;
+  int64_t gone_ms_ago = -1;
+  MSGPACK_DEFINE(id, host, market, state, slots, used, pid, last_heartbeat_ms, running,
+                 notice_ms_ago, emptied_ms_ago, gone_ms_ago)
 };
 
 struct ActorStatus {
