@@ -28,6 +28,7 @@ Client::Client(std::string address, ConnectOptions options)
 
 Client::~Client() {
   stop_ = true;
+  room_.notify_all();
   waker_.notify();
   io_.join();
   std::lock_guard<std::mutex> l(mu_);
@@ -52,7 +53,17 @@ std::shared_ptr<FutureState> Client::submit(const std::string& mailbox, const st
   auto state = std::make_shared<FutureState>();
   bool wake;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    std::unique_lock<std::mutex> l(mu_);
+    if (pending_.size() >= opt_.max_pending) {
+      if (!opt_.wait_when_full) {
+        state->resolve(false,
+                       "this client already has " + std::to_string(pending_.size()) +
+                           " calls in flight (ConnectOptions::max_pending)",
+                       ErrorKind::kRejected, "rejected");
+        return state;
+      }
+      room_.wait(l, [&] { return pending_.size() < opt_.max_pending || stop_.load(); });
+    }
     if (args.size() + mailbox.size() + method.size() + 64 > max_frame_) {
       state->resolve(false,
                      "the arguments of " + mailbox + "." + method + " take " +
@@ -202,6 +213,7 @@ void Client::on_frame(zmq::message_t& m) {
           pending_.erase(it);
         }
       }
+      if (!ready.empty()) room_.notify_all();
       for (auto& [state, res] : ready) {
         state->resolve(res->ok, std::move(res->payload.data), static_cast<ErrorKind>(res->kind),
                        res->error_type);

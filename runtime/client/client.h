@@ -3,6 +3,7 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -55,6 +56,7 @@ class Client {
 
   // Shared with callers.
   mutable std::mutex mu_;
+  std::condition_variable room_;  // signalled when pending_ shrinks
   std::map<uint64_t, Pending> pending_;  // ordered: resubmission keeps submission order
   std::vector<uint64_t> outq_;
   std::unordered_map<uint64_t, Control> control_;

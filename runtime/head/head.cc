@@ -331,6 +331,12 @@ void Head::on_calls(Client& c, wire::Calls& calls) {
       reject("no actor or pool named '" + call.mailbox + "'", "rejected_unknown_actor");
       continue;
     }
+    if (pit->second.queue.size() >= opt_.max_mailbox) {
+      reject("mailbox '" + call.mailbox + "' is full: " + std::to_string(pit->second.queue.size()) +
+                 " calls wait (head --max-mailbox)",
+             "rejected_mailbox_full");
+      continue;
+    }
     store::TaskRecord t;
     t.id = call.id;
     t.ord = state_.next_ord;

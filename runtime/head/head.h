@@ -26,6 +26,9 @@ struct HeadOptions {
   std::string store_path = "spotlight-head.db";
   store::Durability durability = store::Durability::kProcess;
   size_t max_frame = transport::kDefaultMaxFrame;
+  // Calls one mailbox may hold waiting; a call over the bound is refused with
+  // a clear error, so the head's memory never grows without bound.
+  size_t max_mailbox = 1000000;
   std::chrono::milliseconds heartbeat{250};
   // A node silent this long is dead. With heartbeats every 250 ms and the
   // check every 50 ms, a killed node is declared dead 600-900 ms after it died.

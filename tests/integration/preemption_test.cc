@@ -135,3 +135,53 @@ TEST(Preemption, AttemptsLostToCrashesRunOut) {
 
 }  // namespace
 }  // namespace spotlight
+
+namespace spotlight {
+namespace {
+
+// Bounded mailboxes: a full mailbox refuses with a clear error; a client over
+// its in-flight bound waits for room (or refuses, if asked to).
+TEST(Backpressure, FullMailboxRefusesAndClientWaitsForRoom) {
+  auto opts = cluster_options(0);
+  opts.head_args = {"--max-mailbox", "5"};
+  LocalCluster cluster(opts);
+  auto rt = cluster.connect();
+  auto pool = rt.pool<Stepper>("bounded", on_market("any").members(1).ahead(1));
+  std::vector<Future<StepReport>> fs;
+  for (int i = 0; i < 8; ++i) fs.push_back(pool.call(&Stepper::run, i, 1, 0));
+  // No node yet: five wait in the mailbox, three are refused.
+  int refused = 0;
+  for (int i = 5; i < 8; ++i) {
+    try {
+      fs[i].get(std::chrono::seconds(10));
+    } catch (const RejectedError& e) {
+      EXPECT_NE(std::string(e.what()).find("is full"), std::string::npos) << e.what();
+      ++refused;
+    }
+  }
+  EXPECT_EQ(refused, 3);
+  cluster.add_node(1, "spot");
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(fs[i].get(std::chrono::seconds(30)).key, i);
+
+  ConnectOptions strict;
+  strict.max_pending = 2;
+  strict.wait_when_full = false;
+  auto rt2 = cluster.connect(strict);
+  auto slow = rt2.pool<Stepper>("bounded", on_market("any").members(1));
+  auto a = slow.call(&Stepper::run, 100, 3, 100);
+  auto b = slow.call(&Stepper::run, 101, 3, 100);
+  EXPECT_THROW(slow.call(&Stepper::run, 102, 1, 0).get(), RejectedError);
+  EXPECT_EQ(a.get().key, 100);
+
+  ConnectOptions patient;
+  patient.max_pending = 2;
+  auto rt3 = cluster.connect(patient);
+  auto p = rt3.pool<Stepper>("bounded", on_market("any").members(1));
+  std::vector<Future<StepReport>> waited;
+  for (int i = 0; i < 6; ++i) waited.push_back(p.call(&Stepper::run, 200 + i, 1, 10));  // waits for room
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(waited[i].get().key, 200 + i);
+  EXPECT_EQ(b.get().key, 101);
+}
+
+}  // namespace
+}  // namespace spotlight

@@ -35,6 +35,8 @@ void add_head(CLI::App& app) {
   cmd->add_option("--max-frame-mib", *max_mib, "Largest frame accepted")
       ->check(CLI::Range(0.001, 4096.0));
   cmd->add_option("--port-file", opt->port_file, "Write the bound port to this file");
+  cmd->add_option("--max-mailbox", opt->max_mailbox, "Calls one mailbox may hold waiting")
+      ->check(CLI::Range(size_t{1}, size_t{1} << 40));
   cmd->callback([=] {
     common::init_logging("head");
     head::HeadOptions o = *opt;

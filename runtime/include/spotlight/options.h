@@ -36,6 +36,11 @@ struct ConnectOptions {
   std::chrono::milliseconds heartbeat{250};
   // How long connect() waits for the head to answer before throwing ConnectionError.
   std::chrono::milliseconds connect_timeout{10000};
+  // Calls this client keeps in flight at most (each holds its arguments until
+  // its result comes). A call over the bound waits for room, or, with
+  // `wait_when_full = false`, fails at once with RejectedError.
+  size_t max_pending = 100000;
+  bool wait_when_full = true;
 };
 
 // A head and N nodes started as child processes on loopback.
