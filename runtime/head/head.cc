@@ -280,7 +280,7 @@ void Head::on_create_pool(const std::string& peer, const wire::CreatePool& c, ui
     record(EventKind::kPool, rec);
     state_.apply_pool(rec);
     for (int i = 0; i < c.size; ++i) {
-      store::ActorRecord a{state_.next_actor, c.name, static_cast<uint32_t>(i), 0};
+      store::ActorRecord a{state_.next_actor, c.name, static_cast<uint32_t>(i), 0, false, {}};
       record(EventKind::kActor, a);
       state_.apply_actor(a);
     }
@@ -407,6 +407,13 @@ void Head::on_done(Node& n, wire::Done& d) {
       if (a.leased > 0) a.leased -= 1;
       bool yielded = !c.ok && c.kind == static_cast<int32_t>(ErrorKind::kPreempted);
       if (!yielded) a.completed += 1;
+      if (c.has_actor_state) {  // the actor's checkpoint: a later incarnation starts from it
+        store::ActorRecord rec = a.rec;
+        rec.has_state = true;
+        rec.state = std::move(c.actor_state);
+        record(EventKind::kActor, rec);
+        state_.apply_actor(rec);
+      }
       // An actor on a draining node moves once it holds no lease there.
       if (n.draining && a.node == n.id && a.leased == 0) move_actor(a);
     }
@@ -530,7 +537,7 @@ void Head::place() {
       a.credit = 0;
       best->used += pool.rec.slots_per_actor;
       best->actors.insert(id);
-      wire::Place msg{id, name, pool.rec.type, rec.incarnation, pool.rec.prefetch};
+      wire::Place msg{id, name, pool.rec.type, rec.incarnation, pool.rec.prefetch, rec.has_state, rec.state};
       to_nodes_[best->peer].frames.push_back(wire::encode(msg));
       spdlog::debug("placing actor {} ({}) on {}", id, name, best->id);
     }

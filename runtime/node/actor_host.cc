@@ -19,7 +19,7 @@ std::string demangle(const char* name) {
 
 wire::Completion failure(const wire::Task& t, ErrorKind kind, std::string type, std::string msg) {
   return wire::Completion{t.id, t.actor_id, t.epoch, false, static_cast<int32_t>(kind),
-                          std::move(type), Blob{std::move(msg)}};
+                          std::move(type), Blob{std::move(msg)}, false, {}};
 }
 }  // namespace
 
@@ -81,8 +81,14 @@ class RunningTask final : public detail::TaskHost {
 }  // namespace
 
 ActorHost::ActorHost(uint64_t actor_id, uint32_t incarnation, const detail::ActorTypeInfo& type,
-                     Outgoing& out, const std::atomic<bool>& draining)
-    : id_(actor_id), incarnation_(incarnation), type_(type), out_(out), draining_(draining) {
+                     Outgoing& out, const std::atomic<bool>& draining,
+                     std::optional<std::string> restore)
+    : id_(actor_id),
+      incarnation_(incarnation),
+      type_(type),
+      out_(out),
+      draining_(draining),
+      restore_(std::move(restore)) {
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -130,7 +136,12 @@ wire::Completion ActorHost::run(wire::Task& t) {
   TaskContext ctx(host, t.id, t.attempt, t.resumed ? &t.resume.data : nullptr);
   try {
     std::string out = it->second(instance_.get(), t.args.data, &ctx);
-    return wire::Completion{t.id, t.actor_id, t.epoch, true, 0, "", Blob{std::move(out)}};
+    wire::Completion c{t.id, t.actor_id, t.epoch, true, 0, "", Blob{std::move(out)}, false, {}};
+    if (type_.save) {
+      c.has_actor_state = true;
+      c.actor_state.data = type_.save(instance_.get());
+    }
+    return c;
   } catch (const TaskYielded&) {
     return failure(t, ErrorKind::kPreempted, "preempted", "yielded: the node is draining");
   } catch (const BadArguments& e) {
@@ -149,6 +160,15 @@ void ActorHost::loop() {
   } catch (const std::exception& e) {
     placed.ok = false;
     placed.error = std::string("constructor threw: ") + e.what();
+  }
+  if (placed.ok && restore_) {
+    try {
+      if (type_.restore) type_.restore(instance_.get(), *restore_);
+    } catch (const std::exception& e) {
+      placed.ok = false;
+      placed.error = std::string("restore threw: ") + e.what();
+    }
+    restore_.reset();
   }
   out_.placed(placed);
   if (!placed.ok) return;

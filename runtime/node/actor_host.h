@@ -6,6 +6,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -43,8 +44,9 @@ class ActorHost {
   // Constructs the actor on its own thread and reports Placed through `out`.
   // `draining` is the node's notice flag, which running tasks read through
   // TaskContext::should_yield().
+  // With `restore`, the new instance is restored from that saved state first.
   ActorHost(uint64_t actor_id, uint32_t incarnation, const detail::ActorTypeInfo& type, Outgoing& out,
-            const std::atomic<bool>& draining);
+            const std::atomic<bool>& draining, std::optional<std::string> restore = std::nullopt);
   // Lets the running task finish, drops the queued ones, joins the thread.
   ~ActorHost();
   ActorHost(const ActorHost&) = delete;
@@ -67,6 +69,7 @@ class ActorHost {
   Outgoing& out_;
   const std::atomic<bool>& draining_;
   bool busy_ = false;  // a task is running (guarded by mu_)
+  std::optional<std::string> restore_;
   std::shared_ptr<void> instance_;
   std::mutex mu_;
   std::condition_variable cv_;

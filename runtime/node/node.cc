@@ -160,7 +160,10 @@ void Node::on_place(const wire::Place& p) {
     return;
   }
   hosts_.erase(p.actor_id);  // an older incarnation, if any, goes first
-  hosts_[p.actor_id] = std::make_unique<ActorHost>(p.actor_id, p.incarnation, *type, out_, draining_);
+  std::optional<std::string> restore;
+  if (p.has_state) restore = p.state.data;
+  hosts_[p.actor_id] =
+      std::make_unique<ActorHost>(p.actor_id, p.incarnation, *type, out_, draining_, std::move(restore));
 }
 
 void Node::begin_drain(std::chrono::milliseconds deadline, bool tell_head) {
@@ -188,7 +191,7 @@ void Node::on_tasks(wire::Tasks& t) {
     if (draining_.load()) {  // sent before the head knew: straight back
       out_.done(wire::Completion{task.id, task.actor_id, task.epoch, false,
                                  static_cast<int32_t>(ErrorKind::kPreempted), "preempted",
-                                 Blob{"handed back unstarted: the node is draining"}});
+                                 Blob{"handed back unstarted: the node is draining"}, false, {}});
       continue;
     }
     it->second->push(std::move(task));

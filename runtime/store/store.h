@@ -31,7 +31,9 @@ struct ActorRecord {
   std::string pool;
   uint32_t index = 0;
   uint32_t incarnation = 0;  // grows on every placement
-  MSGPACK_DEFINE(id, pool, index, incarnation)
+  bool has_state = false;    // the latest save() of a checkpointable actor
+  Blob state;
+  MSGPACK_DEFINE(id, pool, index, incarnation, has_state, state)
 };
 
 struct ClientRecord {

@@ -152,7 +152,9 @@ struct Place {
   std::string type;
   uint32_t incarnation = 0;
   int32_t prefetch = 1;
-  MSGPACK_DEFINE(actor_id, pool, type, incarnation, prefetch)
+  bool has_state = false;  // restore() the actor from `state` before its first task
+  Blob state;
+  MSGPACK_DEFINE(actor_id, pool, type, incarnation, prefetch, has_state, state)
 };
 
 struct Placed {
@@ -187,7 +189,9 @@ struct Completion {
   int32_t kind = 0;
   std::string error_type;
   Blob payload;
-  MSGPACK_DEFINE(id, actor_id, epoch, ok, kind, error_type, payload)
+  bool has_actor_state = false;  // the actor's save() after this task
+  Blob actor_state;
+  MSGPACK_DEFINE(id, actor_id, epoch, ok, kind, error_type, payload, has_actor_state, actor_state)
 };
 struct Done {
   std::vector<Completion> done;

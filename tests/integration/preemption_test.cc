@@ -185,3 +185,41 @@ TEST(Backpressure, FullMailboxRefusesAndClientWaitsForRoom) {
 
 }  // namespace
 }  // namespace spotlight
+
+namespace spotlight {
+namespace {
+
+using testing_actors::Ledger;
+
+// A lone stateful actor restarts elsewhere from its last checkpoint, after a
+// crash and after a drain, with a new incarnation each time.
+TEST(ActorCheckpoint, StateSurvivesCrashAndDrain) {
+  LocalCluster cluster(cluster_options(2, 1));
+  auto rt = cluster.connect();
+  auto ledger = rt.spawn<Ledger>("ledger");
+  for (int i = 1; i <= 10; ++i) ledger.call(&Ledger::add, i);
+  EXPECT_EQ(ledger.call(&Ledger::total).get(), 55);
+  int64_t first = ledger.call(&Ledger::pid).get();
+  common::signal_process(static_cast<pid_t>(first), SIGKILL);
+  EXPECT_EQ(ledger.call(&Ledger::add, 11).get(std::chrono::seconds(30)), 66) << "restored after kill -9";
+  int64_t second = ledger.call(&Ledger::pid).get();
+  EXPECT_NE(second, first);
+
+  cluster.add_node(1, "reserved");
+  std::string node_id;
+  for (const auto& n : rt.status().nodes) {
+    if (n.pid == second) node_id = n.id;
+  }
+  ASSERT_FALSE(node_id.empty());
+  rt.drain(node_id, std::chrono::seconds(30));
+  EXPECT_EQ(ledger.call(&Ledger::add, 100).get(std::chrono::seconds(30)), 166) << "restored after a drain";
+  EXPECT_NE(ledger.call(&Ledger::pid).get(), second);
+  for (const auto& a : rt.status().actors) {
+    if (a.pool == "ledger") {
+      EXPECT_EQ(a.incarnation, 3u);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace spotlight

@@ -26,6 +26,8 @@ std::string Worker::who() {
 
 int64_t Worker::fail(std::string message) { throw std::invalid_argument(message); }
 
+int64_t Ledger::pid() const { return getpid(); }
+
 StepReport Stepper::run(spotlight::TaskContext& ctx, int64_t key, int64_t steps, int64_t step_ms) {
   StepState s = ctx.resume_value<StepState>().value_or(StepState{});
   StepReport r{key, ctx.attempt(), ctx.resumed(), s.step, 0, getpid()};
@@ -43,4 +45,5 @@ StepReport Stepper::run(spotlight::TaskContext& ctx, int64_t key, int64_t steps,
 
 SPOTLIGHT_ACTOR(testing_actors::Recorder, record, stats)
 SPOTLIGHT_ACTOR(testing_actors::Stepper, run)
+SPOTLIGHT_ACTOR(testing_actors::Ledger, add, total, pid)
 SPOTLIGHT_ACTOR(testing_actors::Worker, who, twice, fail, echo_many, blob)

@@ -37,6 +37,19 @@ class Worker {
   std::string blob(int64_t bytes) { return std::string(static_cast<size_t>(bytes), 'b'); }
 };
 
+// A stateful actor with save/restore hooks: its total survives its machine.
+class Ledger {
+ public:
+  int64_t add(int64_t x) { return total_ += x; }
+  int64_t total() const { return total_; }
+  int64_t pid() const;
+  std::string save() const { return spotlight::pack(total_); }
+  void restore(std::string_view state) { total_ = spotlight::unpack<int64_t>(state); }
+
+ private:
+  int64_t total_ = 0;
+};
+
 // A task of K steps that commits after every step and yields on notice, as
 // an explorer does with its denoising steps.
 struct StepState {

@@ -32,12 +32,12 @@ TEST(Codec, EveryMessageTypeRoundTrips) {
   round_trip(Results{{Result{1, true, 0, "", Blob{pack(55)}},
                       Result{2, false, 1, "std::domain_error", Blob{"negative"}}}});
   round_trip(AckResults{{1, 2}});
-  round_trip(Place{5, "squares", "Square", 2, 16});
+  round_trip(Place{5, "squares", "Square", 2, 16, true, Blob{"saved"}});
   round_trip(Placed{5, 2, false, "type not loaded"});
   round_trip(Tasks{{Task{1, 5, 77, "add", Blob{pack(std::make_tuple(1))}, 2, true, Blob{"step 3"}}}});
   round_trip(Commits{{Commit{1, 5, 77, Blob{"step 4"}}}});
   round_trip(Drain{"node-1", 30000});
-  round_trip(Done{{Completion{1, 5, 77, true, 0, "", Blob{pack(1)}}}});
+  round_trip(Done{{Completion{1, 5, 77, true, 0, "", Blob{pack(1)}, true, Blob{"state"}}}});
   ClusterStatus st;
   st.boot = 3;
   st.nodes.push_back(NodeStatus{"n", "h", "spot", "alive", 2, 1, 99, 12, 4});

@@ -71,7 +71,7 @@ TEST_F(StoreTest, StateIsRebuiltFromJournal) {
     head::Journal j;
     store::PoolRecord pool{"counter", "Counter", "any", 1, 1, 16};
     j.add(head::EventKind::kPool, pool);
-    j.add(head::EventKind::kActor, store::ActorRecord{1, "counter", 0, 0});
+    j.add(head::EventKind::kActor, store::ActorRecord{1, "counter", 0, 0, false, {}});
     j.add(head::EventKind::kClient, store::ClientRecord{"client-x", 1});
     for (uint64_t i = 1; i <= 5; ++i) j.add(head::EventKind::kAccept, task((1ull << 40) | i, i, "counter"));
     s->append(j.bytes());

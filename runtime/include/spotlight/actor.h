@@ -8,8 +8,16 @@
 // result. A node that loads the library can host the type; a driver that links
 // it can call the methods by member pointer (`h.call(&Counter::add, 5)`).
 // Overloaded methods cannot be registered (the member pointer is ambiguous).
+//
+// A stateful actor that must survive the loss of its machine declares two
+// hooks, found by name:
+//   std::string save() const;             // called after every task it ran
+//   void restore(std::string_view state); // called on a new incarnation
+// The head keeps the latest saved state; an actor re-placed after a crash or
+// a drain is restored from it before it takes its next task.
 #pragma once
 
+#include <concepts>
 #include <functional>
 #include <memory>
 #include <stdexcept>
@@ -41,6 +49,15 @@ struct ActorTypeInfo {
   std::string name;
   std::function<std::shared_ptr<void>()> create;
   std::unordered_map<std::string, Invoker> methods;
+  // Empty unless the type declares save() and restore().
+  std::function<std::string(const void* self)> save;
+  std::function<void(void* self, std::string_view state)> restore;
+};
+
+template <class C>
+concept Checkpointable = requires(C& c, const C& cc, std::string_view s) {
+  { cc.save() } -> std::convertible_to<std::string>;
+  c.restore(s);
 };
 
 // The process-wide registry lives in libspotlight_runtime.so, shared by the
@@ -147,6 +164,10 @@ bool register_actor(const char* name, std::vector<std::pair<std::string, Invoker
   info.name = name;
   info.create = [] { return std::static_pointer_cast<void>(std::make_shared<C>()); };
   for (auto& [n, inv] : methods) info.methods.emplace(n, std::move(inv));
+  if constexpr (Checkpointable<C>) {
+    info.save = [](const void* self) { return std::string(static_cast<const C*>(self)->save()); };
+    info.restore = [](void* self, std::string_view s) { static_cast<C*>(self)->restore(s); };
+  }
   register_actor_type(std::move(info));
   return true;
 }
