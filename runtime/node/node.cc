@@ -19,9 +19,19 @@ Node::Node(NodeOptions options)
     : opt_(std::move(options)), session_(static_cast<uint32_t>(std::stoull(common::random_id().substr(0, 8), nullptr, 16))) {
   if (opt_.node_id.empty()) opt_.node_id = common::hostname() + "-" + std::to_string(getpid());
   dealer_ = transport::make_dealer(transport::endpoint(opt_.head), opt_.node_id);
+  if (!opt_.notice_url.empty()) {
+    poller_ = std::make_unique<NoticePoller>(
+        opt_.notice_url, opt_.notice_poll, [this](std::optional<std::chrono::milliseconds> left) {
+          if (left) notice_left_ms_.store(left->count());
+          notice_.store(true);
+        });
+  }
 }
 
-Node::~Node() { hosts_.clear(); }
+Node::~Node() {
+  poller_.reset();
+  hosts_.clear();
+}
 
 void Node::send(const std::string& frame) {
   if (transport::send(dealer_, frame)) last_sent_ = transport::Clock::now();
@@ -66,7 +76,10 @@ void Node::run() {
       if (shutdown_) break;
     }
     send_outgoing();
-    if (notice_.load() && !draining_.load()) begin_drain(opt_.notice_deadline, true);
+    if (notice_.load() && !draining_.load()) {
+      int64_t left = notice_left_ms_.load();
+      begin_drain(left >= 0 ? std::chrono::milliseconds(left) : opt_.notice_deadline, true);
+    }
     auto now = transport::Clock::now();
     if (draining_.load()) {
       if (drained()) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "node/actor_host.h"
+#include "node/notice_poller.h"
 #include "transport/socket.h"
 #include "wire/envelope.h"
 
@@ -24,6 +25,9 @@ struct NodeOptions {
   std::chrono::milliseconds heartbeat{250};
   // How long a node with notice (SIGTERM) has before it exits.
   std::chrono::milliseconds notice_deadline{30000};
+  // A cloud metadata endpoint to poll for a spot interruption notice.
+  std::string notice_url;
+  std::chrono::milliseconds notice_poll{1000};
 };
 
 // Loads an actor library (dlopen); throws std::runtime_error with dlerror().
@@ -67,6 +71,8 @@ class Node {
   transport::Clock::time_point last_sent_;
   std::atomic<bool> stop_requested_{false};
   std::atomic<bool> notice_{false};
+  std::atomic<int64_t> notice_left_ms_{-1};  // from the notice poller, when it says
+  std::unique_ptr<NoticePoller> poller_;
   std::atomic<bool> draining_{false};
   transport::Clock::time_point drain_deadline_;
   bool shutdown_ = false;

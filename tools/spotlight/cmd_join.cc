@@ -31,6 +31,10 @@ void add_join(CLI::App& app) {
   cmd->add_option("--heartbeat-ms", *hb, "Heartbeat interval")->check(CLI::Range(10, 60000));
   cmd->add_option("--notice-deadline", *notice_s, "Seconds to drain after SIGTERM before exiting")
       ->check(CLI::Range(0.0, 3600.0));
+  cmd->add_option("--notice-url", opt->notice_url,
+                  "Cloud metadata URL announcing a spot interruption (http://...)");
+  auto poll_ms = std::make_shared<int>(1000);
+  cmd->add_option("--notice-poll-ms", *poll_ms, "How often to poll --notice-url")->check(CLI::Range(10, 600000));
   cmd->callback([=] {
     common::init_logging("node");
     if (opt->head.find(':') == std::string::npos) {
@@ -40,6 +44,8 @@ void add_join(CLI::App& app) {
     node::NodeOptions o = *opt;
     o.heartbeat = std::chrono::milliseconds(*hb);
     o.notice_deadline = std::chrono::milliseconds(static_cast<int64_t>(*notice_s * 1000));
+    o.notice_poll = std::chrono::milliseconds(*poll_ms);
+    if (!o.notice_url.empty()) node::parse_notice_url(o.notice_url);  // refuse a bad URL up front
     {
       node::Node n(o);
       g_node = &n;
