@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <set>
+
 #include "common/process.h"
 #include "support/cluster.h"
 #include "support/test_actors.h"
@@ -219,6 +221,62 @@ TEST(ActorCheckpoint, StateSurvivesCrashAndDrain) {
       EXPECT_EQ(a.incarnation, 3u);
     }
   }
+}
+
+}  // namespace
+}  // namespace spotlight
+
+namespace spotlight {
+namespace {
+
+// Three of four nodes vanish at once (a bulk preemption): every task finishes
+// on the survivor, each result delivered once.
+TEST(Preemption, BulkPreemptionOfThreeOfFourNodes) {
+  LocalCluster cluster(cluster_options(4, 1));
+  auto rt = cluster.connect();
+  auto pool = rt.pool<Stepper>("bulk", on_market("any").members(4).ahead(1));
+  constexpr int kTasks = 12;
+  std::vector<Future<StepReport>> fs;
+  for (int i = 0; i < kTasks; ++i) fs.push_back(pool.call(&Stepper::run, i, 10, 20));
+  ASSERT_TRUE(wait_for_status(cluster.address(), [](const ClusterStatus& s) {
+    int busy = 0;
+    for (const auto& n : s.nodes) busy += n.running > 0;
+    return busy == 4 && counter(s, "commits") >= 8;
+  }));
+  for (int i = 0; i < 3; ++i) cluster.kill_node(i, SIGKILL);
+  std::set<int64_t> keys;
+  for (int i = 0; i < kTasks; ++i) {
+    StepReport r = fs[i].get(std::chrono::seconds(60));
+    EXPECT_EQ(r.started_at + r.ran, 10);
+    EXPECT_EQ(r.pid, cluster.node_pid(3));
+    keys.insert(r.key);
+  }
+  EXPECT_EQ(keys.size(), static_cast<size_t>(kTasks));
+  ClusterStatus s = rt.status();
+  EXPECT_EQ(counter(s, "nodes_lost"), 3u);
+  EXPECT_LE(counter(s, "commits"), static_cast<uint64_t>(kTasks * 10 + 3)) << "at most a step per task lost";
+}
+
+// The head is killed while tasks run on live nodes and restarted on the same
+// store: nodes and the caller find it again on their own, nothing is lost.
+TEST(Preemption, HeadKilledUnderLoadLosesNothing) {
+  LocalCluster cluster(cluster_options(2, 2));
+  auto rt = cluster.connect();
+  auto pool = rt.pool<Stepper>("steady", on_market("any").members(4).ahead(2));
+  constexpr int kTasks = 40;
+  std::vector<Future<StepReport>> fs;
+  for (int i = 0; i < kTasks; ++i) fs.push_back(pool.call(&Stepper::run, i, 5, 20));
+  ASSERT_TRUE(wait_for_status(cluster.address(), [](const ClusterStatus& s) {
+    return counter(s, "commits") >= 20;
+  }));
+  cluster.kill_head(SIGKILL);
+  cluster.start_head();
+  for (int i = 0; i < kTasks; ++i) {
+    StepReport r = fs[i].get(std::chrono::seconds(60));
+    EXPECT_EQ(r.key, i);
+    EXPECT_EQ(r.started_at + r.ran, 5);
+  }
+  EXPECT_TRUE(wait_for_status(cluster.address(), [](const ClusterStatus& s) { return s.tasks_live == 0; }));
 }
 
 }  // namespace
