@@ -27,6 +27,9 @@ Head::Head(HeadOptions options) : opt_(std::move(options)) {
   // Epochs carry the boot in their high bits: a lease of this boot can never
   // be mistaken for one of an earlier boot, compacted or not.
   state_.next_epoch = std::max(state_.next_epoch, boot_ << 32);
+  for (const auto& [id, a] : state_.actors) grace_over_ &= a.rec.incarnation == 0;
+  for (const auto& [id, t] : state_.tasks) grace_over_ &= t.state != TaskState::kLeased;
+  grace_until_ = transport::Clock::now() + std::max(opt_.liveness * 3, std::chrono::milliseconds(2000));
   size_t queued = 0;
   for (const auto& [_, p] : state_.pools) queued += p.queue.size();
   spdlog::info("store {}: boot {}, {} pools, {} actors, {} live tasks ({} queued), {} journal entries replayed",
@@ -76,6 +79,7 @@ void Head::turn() {
     if (!m) break;
     handle(*m);
   }
+  if (!grace_over_ && now_ >= grace_until_) end_grace();
   place();
   dispatch();
   // Leases and placements may leave before the commit: they acknowledge
@@ -157,7 +161,8 @@ void Head::handle(transport::RoutedMessage& m) {
         }
         break;
       case MsgType::kStatusRequest:
-        to_nodes_[peer].frames.push_back(wire::encode(status(), rid));
+        // Answered after the turn's commit: what status shows is durable.
+        to_callers_[peer].frames.push_back(wire::encode(status(), rid));
         break;
       case MsgType::kStop: on_stop(peer, rid); break;
       case MsgType::kOk:  // a node's goodbye: after Shutdown, or when it drained
@@ -195,15 +200,15 @@ void Head::on_hello_node(const std::string& peer, const wire::HelloNode& h, uint
   }
   auto it = state_.nodes.find(h.node_id);
   wire::Welcome w{boot_, 0, static_cast<int32_t>(opt_.heartbeat.count()),
-                  static_cast<int32_t>(opt_.liveness.count()), opt_.max_frame};
+                  static_cast<int32_t>(opt_.liveness.count()), opt_.max_frame, {}};
   if (it != state_.nodes.end() && it->second.alive && it->second.session == h.session &&
       it->second.peer == peer) {
     to_nodes_[peer].frames.push_back(wire::encode(w, rid));  // a repeated hello: same answer
     return;
   }
   if (it != state_.nodes.end() && it->second.alive) {
-    // The node started a new session (it lost sight of this head): whatever it
-    // hosted is gone.
+    // The node started a new session (it lost sight of this head): its leases
+    // go back to their mailboxes; adopt() below takes back what it still hosts.
     node_dead(it->second, "said hello again");
   }
   Node& n = state_.nodes[h.node_id];
@@ -218,6 +223,7 @@ void Head::on_hello_node(const std::string& peer, const wire::HelloNode& h, uint
   n.types = std::set<std::string>(h.types.begin(), h.types.end());
   n.last_seen = now_;
   state_.node_by_peer[peer] = h.node_id;
+  w.adopted = adopt(n, h);
   spdlog::info("node {} joined: {} {} slots on {} (pid {}), {} actor types", n.id, n.market, n.slots,
                n.host, n.pid, n.types.size());
   to_nodes_[peer].frames.push_back(wire::encode(w, rid));
@@ -242,7 +248,7 @@ void Head::on_hello_client(const std::string& peer, const wire::HelloClient& h, 
   c.last_seen = now_;
   client_by_peer_[peer] = h.client_id;
   wire::Welcome w{boot_, c.rec.num, static_cast<int32_t>(opt_.heartbeat.count()),
-                  static_cast<int32_t>(opt_.liveness.count()), opt_.max_frame};
+                  static_cast<int32_t>(opt_.liveness.count()), opt_.max_frame, {}};
   to_callers_[peer].frames.push_back(wire::encode(w, rid));
 }
 
@@ -434,15 +440,78 @@ void Head::on_done(Node& n, wire::Done& d) {
 }
 
 void Head::hand_back(std::vector<Task*>& tasks) {
+  requeue_front(tasks, true);
+  count("tasks_handed_back", tasks.size());
+}
+
+void Head::requeue_front(std::vector<Task*>& tasks, bool handed_back) {
   // Pushed to the front in reverse arrival order: the mailbox keeps its FIFO.
   std::sort(tasks.begin(), tasks.end(), [](Task* a, Task* b) { return a->ord > b->ord; });
   for (Task* t : tasks) {
-    RequeueEvent e{t->id, true};
+    RequeueEvent e{t->id, handed_back};
     record(EventKind::kRequeue, e);
     state_.apply_requeue(e);
     state_.pools[t->mailbox].queue.push_front(t->id);
   }
-  count("tasks_handed_back", tasks.size());
+}
+
+std::vector<uint64_t> Head::adopt(Node& n, const wire::HelloNode& hello) {
+  std::vector<uint64_t> adopted;
+  // Leases the node still holds, by actor. A lease it does not list ended
+  // with a result this head never saw: it goes back to its mailbox below.
+  std::unordered_set<uint64_t> held(hello.held.begin(), hello.held.end());
+  std::unordered_map<uint64_t, uint64_t> leases;
+  for (const auto& [id, t] : state_.tasks) {
+    if (t.state == TaskState::kLeased && t.node == n.id && held.count(id)) leases[t.actor]++;
+  }
+  for (const auto& h : hello.hosted) {
+    auto it = state_.actors.find(h.actor_id);
+    if (it == state_.actors.end()) continue;
+    Actor& a = it->second;
+    Pool& pool = state_.pools[a.rec.pool];
+    if (a.phase != ActorPhase::kPending || a.rec.incarnation != h.incarnation ||
+        n.slots - n.used < pool.rec.slots_per_actor) {
+      continue;
+    }
+    a.phase = ActorPhase::kReady;
+    a.node = n.id;
+    a.leased = leases[a.rec.id];
+    a.credit = std::max<int32_t>(0, pool.rec.prefetch - static_cast<int32_t>(a.leased));
+    n.used += pool.rec.slots_per_actor;
+    n.actors.insert(a.rec.id);
+    n.leased += a.leased;
+    pool.leased += a.leased;
+    adopted.push_back(a.rec.id);
+  }
+  if (!adopted.empty()) {
+    spdlog::info("node {} came back with {} actors and their leases", n.id, adopted.size());
+    count("actors_adopted", adopted.size());
+  }
+  // Leases of actors it no longer has (or that moved) go back to their mailboxes.
+  std::vector<Task*> orphans;
+  for (auto& [id, t] : state_.tasks) {
+    if (t.state == TaskState::kLeased && t.node == n.id && (!n.actors.count(t.actor) || !held.count(id))) {
+      orphans.push_back(&t);
+    }
+  }
+  requeue_front(orphans, false);
+  count("tasks_requeued", orphans.size());
+  return adopted;
+}
+
+void Head::end_grace() {
+  grace_over_ = true;
+  std::vector<Task*> orphans;
+  for (auto& [id, t] : state_.tasks) {
+    if (t.state != TaskState::kLeased) continue;
+    auto n = state_.nodes.find(t.node);
+    if (n == state_.nodes.end() || !n->second.alive) orphans.push_back(&t);
+  }
+  requeue_front(orphans, false);
+  count("tasks_requeued", orphans.size());
+  if (!orphans.empty()) {
+    spdlog::info("{} leases of nodes that did not come back after the restart: re-queued", orphans.size());
+  }
 }
 
 void Head::on_commits(Node& n, const wire::Commits& c) {
@@ -520,6 +589,7 @@ void Head::place() {
     for (uint64_t id : pool.members) {
       Actor& a = state_.actors[id];
       if (a.phase != ActorPhase::kPending) continue;
+      if (!grace_over_ && a.rec.incarnation > 0) continue;  // its node may still come back
       Node* best = nullptr;
       for (auto& [nid, n] : state_.nodes) {
         if (!n.alive || n.draining || n.slots - n.used < pool.rec.slots_per_actor) continue;
@@ -609,15 +679,11 @@ void Head::node_dead(Node& n, const char* why) {
   for (auto& [id, t] : state_.tasks) {
     if (t.state == TaskState::kLeased && t.node == n.id) leased.push_back(&t);
   }
-  std::sort(leased.begin(), leased.end(), [](Task* a, Task* b) { return a->ord > b->ord; });
   for (Task* t : leased) {
-    RequeueEvent e{t->id, false};
-    record(EventKind::kRequeue, e);
-    state_.apply_requeue(e);
     Pool& pool = state_.pools[t->mailbox];
-    pool.queue.push_front(t->id);
     if (pool.leased > 0) pool.leased -= 1;
   }
+  requeue_front(leased, false);
   count("tasks_requeued", leased.size());
   if (!leased.empty()) spdlog::warn("node {}: {} leased tasks back to their mailboxes", n.id, leased.size());
   for (uint64_t id : n.actors) {

@@ -81,6 +81,12 @@ class Head {
   void dispatch();
   void lease(Pool& pool, Actor& actor, Node& node);
   void node_dead(Node& n, const char* why);
+  // Takes back the actors a node still hosts from an earlier boot or session.
+  std::vector<uint64_t> adopt(Node& n, const wire::HelloNode& h);
+  // After a restart: leases of nodes that did not come back go back to their mailboxes.
+  void end_grace();
+  // Re-queues `tasks` at the front of their mailboxes, in arrival order.
+  void requeue_front(std::vector<Task*>& tasks, bool handed_back);
   // Declares silent nodes dead; true if any was.
   bool check_liveness();
   void send_heartbeats();
@@ -112,6 +118,10 @@ class Head {
   transport::Clock::time_point next_heartbeat_;
   std::atomic<bool> stop_requested_{false};
   bool stopping_ = false;
+  // After a restart, nodes of the last boot get this long to come back and
+  // claim their actors and leases before they are placed and re-queued.
+  transport::Clock::time_point grace_until_;
+  bool grace_over_ = true;
   // Nodes told to shut down that have not said goodbye; the head waits for
   // them (up to a deadline) so that no node misses its Shutdown.
   std::set<std::string> awaiting_goodbye_;

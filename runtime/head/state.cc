@@ -138,11 +138,11 @@ void State::recover(store::Loaded&& loaded) {
     tasks[t.id].in_snapshot = true;
   }
   for (const auto& entry : loaded.journal) replay(entry);
-  // No node of the last boot holds a lease any more: leased tasks go back to
-  // their mailboxes, and every mailbox is rebuilt in arrival order.
+  // Leased tasks stay leased: their nodes may still run them and come back
+  // (the head re-queues those whose node does not). Every mailbox is rebuilt
+  // in arrival order.
   std::vector<const Task*> queued;
   for (auto& [id, t] : tasks) {
-    if (t.state == TaskState::kLeased) apply_requeue(RequeueEvent{id, false});
     if (t.state == TaskState::kQueued) queued.push_back(&t);
   }
   std::sort(queued.begin(), queued.end(), [](const Task* a, const Task* b) { return a->ord < b->ord; });

@@ -174,8 +174,8 @@ class State {
   void apply_commit(const CommitEvent& e);
   void apply_forget(const std::vector<uint64_t>& ids);
 
-  // Loads tables and replays the journal; then puts every queued (and every
-  // formerly leased) task back in its mailbox in arrival order.
+  // Loads tables and replays the journal; then puts every queued task back in
+  // its mailbox in arrival order. Leased tasks keep their leases.
   void recover(store::Loaded&& loaded);
   // Replays one journal entry; throws on a corrupt entry.
   void replay(std::string_view entry);

@@ -113,6 +113,17 @@ void ActorHost::hand_back_queued() {
   }
 }
 
+void ActorHost::held(std::vector<uint64_t>& out) {
+  std::lock_guard<std::mutex> l(mu_);
+  for (const auto& t : queue_) out.push_back(t.id);
+  if (busy_) out.push_back(running_id_);
+}
+
+void Outgoing::held(std::vector<uint64_t>& out) {
+  std::lock_guard<std::mutex> l(mu_);
+  for (const auto& c : done_) out.push_back(c.id);
+}
+
 bool ActorHost::idle() {
   std::lock_guard<std::mutex> l(mu_);
   return queue_.empty() && !busy_;
@@ -179,6 +190,7 @@ void ActorHost::loop() {
     wire::Task t = std::move(queue_.front());
     queue_.pop_front();
     busy_ = true;
+    running_id_ = t.id;
     l.unlock();
     wire::Completion c = run(t);
     l.lock();

@@ -27,6 +27,8 @@ class Outgoing {
   void take(std::vector<wire::Commit>& commits, std::vector<wire::Completion>& done,
             std::vector<wire::Placed>& placed);
   bool empty();
+  // Ids of the tasks whose completions wait here.
+  void held(std::vector<uint64_t>& out);
   int fd() const { return waker_.fd(); }
   void drain_wakeups() { waker_.drain(); }
 
@@ -57,6 +59,8 @@ class ActorHost {
   void hand_back_queued();
   // No task running or waiting.
   bool idle();
+  // Ids of the tasks it runs or holds queued.
+  void held(std::vector<uint64_t>& out);
   uint32_t incarnation() const { return incarnation_; }
 
  private:
@@ -69,6 +73,7 @@ class ActorHost {
   Outgoing& out_;
   const std::atomic<bool>& draining_;
   bool busy_ = false;  // a task is running (guarded by mu_)
+  uint64_t running_id_ = 0;
   std::optional<std::string> restore_;
   std::shared_ptr<void> instance_;
   std::mutex mu_;

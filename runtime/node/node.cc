@@ -4,6 +4,8 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <set>
+
 #include "common/ids.h"
 
 namespace spotlight::node {
@@ -39,21 +41,23 @@ void Node::send(const std::string& frame) {
 
 void Node::say_hello() {
   wire::HelloNode h{opt_.node_id, common::hostname(), getpid(), opt_.market, opt_.slots,
-                    detail::actor_type_names(), session_};
+                    detail::actor_type_names(), session_, {}, {}};
+  for (const auto& [id, host] : hosts_) {
+    h.hosted.push_back(wire::HostedActor{id, host->incarnation()});
+    host->held(h.held);
+  }
+  out_.held(h.held);
   send(wire::encode(h));
   last_hello_ = transport::Clock::now();
 }
 
 void Node::reset_session(const char* why) {
-  spdlog::warn("node {}: {}; dropping {} actors and saying hello again", opt_.node_id, why,
-               hosts_.size());
-  hosts_.clear();
+  // The actors keep running; results wait in the outbox until the head (the
+  // same or a restarted one) welcomes this node again and says which of its
+  // actors it takes back.
+  spdlog::warn("node {}: {}; saying hello again with {} actors", opt_.node_id, why, hosts_.size());
   welcomed_ = false;
   ++session_;
-  std::vector<wire::Commit> stale_commits;
-  std::vector<wire::Completion> stale_done;
-  std::vector<wire::Placed> stale_placed;
-  out_.take(stale_commits, stale_done, stale_placed);  // leases of the old session are void
   say_hello();
 }
 
@@ -116,6 +120,12 @@ void Node::handle(zmq::message_t& m) {
         boot_ = w.boot;
         max_frame_ = w.max_frame;
         welcomed_ = true;
+        {
+          std::set<uint64_t> keep(w.adopted.begin(), w.adopted.end());
+          for (auto it = hosts_.begin(); it != hosts_.end();) {
+            it = keep.count(it->first) ? std::next(it) : hosts_.erase(it);
+          }
+        }
         head_liveness_ = std::max(std::chrono::milliseconds(3 * w.liveness_ms),
                                   std::chrono::milliseconds(3000));
         spdlog::info("node {} welcomed by head (boot {})", opt_.node_id, boot_);
@@ -213,6 +223,7 @@ void Node::on_tasks(wire::Tasks& t) {
 
 void Node::send_outgoing() {
   out_.drain_wakeups();
+  if (!welcomed_) return;  // kept until a head welcomes this node again
   std::vector<wire::Commit> commits;
   std::vector<wire::Completion> done;
   std::vector<wire::Placed> placed;

@@ -59,6 +59,13 @@ struct Error {
   MSGPACK_DEFINE(code, message)
 };
 
+// An actor a node still hosts when it says hello again (after a head restart).
+struct HostedActor {
+  uint64_t actor_id = 0;
+  uint32_t incarnation = 0;
+  MSGPACK_DEFINE(actor_id, incarnation)
+};
+
 struct HelloNode {
   std::string node_id;
   std::string host;
@@ -66,8 +73,10 @@ struct HelloNode {
   std::string market;
   int32_t slots = 0;
   std::vector<std::string> types;  // actor types this node can host
-  uint32_t session = 0;  // grows each time the node drops its actors and says hello again
-  MSGPACK_DEFINE(node_id, host, pid, market, slots, types, session)
+  uint32_t session = 0;  // grows each time the node says hello again
+  std::vector<HostedActor> hosted;  // the head takes back those it still knows
+  std::vector<uint64_t> held;        // tasks it still runs, holds queued, or holds a result of
+  MSGPACK_DEFINE(node_id, host, pid, market, slots, types, session, hosted, held)
 };
 
 struct HelloClient {
@@ -85,7 +94,8 @@ struct Welcome {
   int32_t heartbeat_ms = 0;
   int32_t liveness_ms = 0;
   uint64_t max_frame = 0;
-  MSGPACK_DEFINE(boot, client_num, heartbeat_ms, liveness_ms, max_frame)
+  std::vector<uint64_t> adopted;  // nodes only: hosted actors the head took back; drop the rest
+  MSGPACK_DEFINE(boot, client_num, heartbeat_ms, liveness_ms, max_frame, adopted)
 };
 
 struct Heartbeat {

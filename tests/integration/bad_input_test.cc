@@ -71,7 +71,7 @@ TEST(BadInput, HeadAnswersEachBadFrameAndKeepsServing) {
   // Calls before hello: the head does not know this peer.
   EXPECT_EQ(peer.error_for(wire::encode(wire::Calls{})), ErrorCode::kUnknownPeer);
   // A node hello with nonsense fields.
-  EXPECT_EQ(peer.error_for(wire::encode(wire::HelloNode{"n", "h", 1, "moon", 0, {}, 0})),
+  EXPECT_EQ(peer.error_for(wire::encode(wire::HelloNode{"n", "h", 1, "moon", 0, {}, 0, {}, {}})),
             ErrorCode::kBadRequest);
 
   // Still serving: a real client works, and the counters show each refusal.
@@ -148,7 +148,7 @@ TEST(BadInput, NodeSurvivesBadFramesFromItsHead) {
     if (m && wire::decode(m->second).type == wire::MsgType::kHelloNode) peer = m->first;
   }
   ASSERT_FALSE(peer.empty()) << "the node never said hello";
-  transport::send_routed(fake_head, peer, wire::encode(wire::Welcome{1, 0, 50, 1000, 1 << 20}));
+  transport::send_routed(fake_head, peer, wire::encode(wire::Welcome{1, 0, 50, 1000, 1 << 20, {}}));
   transport::send_routed(fake_head, peer, "\xc1\xc1 garbage");
   transport::send_routed(fake_head, peer, pack(std::make_tuple(wire::kProtocolVersion + 1, 5, 0, 0)));
   transport::send_routed(fake_head, peer, wire::encode(wire::Tasks{{wire::Task{1, 99, 1, "x", {}, 1, false, {}}}}));

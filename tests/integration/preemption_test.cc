@@ -271,12 +271,20 @@ TEST(Preemption, HeadKilledUnderLoadLosesNothing) {
   }));
   cluster.kill_head(SIGKILL);
   cluster.start_head();
+  int went_on = 0;
   for (int i = 0; i < kTasks; ++i) {
     StepReport r = fs[i].get(std::chrono::seconds(60));
     EXPECT_EQ(r.key, i);
     EXPECT_EQ(r.started_at + r.ran, 5);
+    went_on += r.attempt == 1 && !r.resumed;
   }
   EXPECT_TRUE(wait_for_status(cluster.address(), [](const ClusterStatus& s) { return s.tasks_live == 0; }));
+  // The nodes came back with their actors: the restarted head took them, and
+  // their running tasks, back instead of starting over.
+  ClusterStatus s = rt.status();
+  EXPECT_EQ(counter(s, "actors_adopted"), 4u);
+  EXPECT_EQ(counter(s, "nodes_lost"), 0u);
+  EXPECT_GE(went_on, kTasks - 4) << "at most the tasks whose results died with the old head ran again";
 }
 
 }  // namespace

@@ -20,9 +20,9 @@ void round_trip(const T& body, uint64_t rid = 42) {
 
 TEST(Codec, EveryMessageTypeRoundTrips) {
   round_trip(Error{static_cast<int32_t>(ErrorCode::kOversized), "too big"});
-  round_trip(HelloNode{"node-1", "host", 1234, "spot", 8, {"Counter", "Square"}, 3});
+  round_trip(HelloNode{"node-1", "host", 1234, "spot", 8, {"Counter", "Square"}, 3, {{4, 2}}, {9}});
   round_trip(HelloClient{"client-abc", {1, 2}});
-  round_trip(Welcome{7, 3, 250, 1000, 64u << 20});
+  round_trip(Welcome{7, 3, 250, 1000, 64u << 20, {4}});
   round_trip(Heartbeat{9});
   round_trip(CreatePool{"squares", "Square", "any", 4, 2, 16});
   round_trip(PoolCreated{"squares", false, "exists with another type"});

@@ -95,9 +95,13 @@ TEST_F(StoreTest, StateIsRebuiltFromJournal) {
   EXPECT_EQ(st.tasks.count((1ull << 40) | 1), 0u);
   EXPECT_EQ(st.tasks[(1ull << 40) | 3].state, store::TaskState::kDone);
   EXPECT_EQ(unpack<int>(st.tasks[(1ull << 40) | 3].result.data), 3);
-  // The leased task is back in its mailbox, ahead of the later ones: arrival order.
-  std::deque<uint64_t> expect{(1ull << 40) | 2, (1ull << 40) | 4, (1ull << 40) | 5};
+  // Queued tasks are back in their mailbox in arrival order; the leased one
+  // keeps its lease, for its node to report on (or for the head to re-queue).
+  std::deque<uint64_t> expect{(1ull << 40) | 4, (1ull << 40) | 5};
   EXPECT_EQ(st.pools["counter"].queue, expect);
+  EXPECT_EQ(st.tasks[(1ull << 40) | 2].state, store::TaskState::kLeased);
+  EXPECT_EQ(st.tasks[(1ull << 40) | 2].epoch, 11u);
+  EXPECT_EQ(st.tasks[(1ull << 40) | 2].node, "n1");
   EXPECT_EQ(st.tasks[(1ull << 40) | 2].attempts, 1u);
   EXPECT_EQ(st.next_epoch, 13u);  // new leases never reuse an old epoch
   EXPECT_EQ(st.next_client, 2u);
