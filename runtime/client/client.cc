@@ -126,6 +126,8 @@ void Client::send_queued() {
     }
     control_outq_.clear();
     if (welcomed_ && !outq_.empty()) {
+      // A call may have its result already (a resend raced with the answer): skip it.
+      std::erase_if(outq_, [&](uint64_t id) { return !pending_.count(id); });
       // Pack calls straight from the pending table: one frame per ~1 MiB.
       msgpack::sbuffer buf;
       msgpack::packer<msgpack::sbuffer> pk(buf);
