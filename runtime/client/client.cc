@@ -38,7 +38,7 @@ Client::~Client() {
   }
 }
 
-bool Client::welcomed_unlocked() {
+bool Client::is_welcomed() {
   std::lock_guard<std::mutex> l(mu_);
   return welcomed_;
 }
@@ -257,7 +257,7 @@ void Client::io_loop() {
   auto liveness = std::max(opt_.heartbeat * 12, std::chrono::milliseconds(3000));
   while (!stop_.load()) {
     try {
-      zmq::poll(items, 2, welcomed_unlocked() ? opt_.heartbeat : std::chrono::milliseconds(20));
+      zmq::poll(items, 2, is_welcomed() ? opt_.heartbeat : std::chrono::milliseconds(20));
     } catch (const zmq::error_t& e) {
       if (e.num() != EINTR) throw;
     }

@@ -48,7 +48,7 @@ class Client {
   void on_frame(zmq::message_t& m);
   void send_queued();
   void resend_everything();
-  bool welcomed_unlocked();
+  bool is_welcomed();  // takes mu_
 
   std::string address_;
   ConnectOptions opt_;

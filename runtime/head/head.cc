@@ -403,6 +403,8 @@ void Head::on_done(Node& n, wire::Done& d) {
       continue;
     }
     Task& t = it->second;
+    // Yielded or never started: back to the front of the mailbox, not a result.
+    const bool handed = !c.ok && c.kind == static_cast<int32_t>(ErrorKind::kPreempted);
     if (n.leased > 0) n.leased -= 1;
     if (n.draining && n.leased == 0 && !n.emptied_at) n.emptied_at = now_;
     auto ait = state_.actors.find(c.actor_id);
@@ -411,8 +413,7 @@ void Head::on_done(Node& n, wire::Done& d) {
       // Credit comes back only to an actor that may take more work here.
       if (a.node == n.id && a.phase == ActorPhase::kReady && !n.draining) a.credit += 1;
       if (a.leased > 0) a.leased -= 1;
-      bool yielded = !c.ok && c.kind == static_cast<int32_t>(ErrorKind::kPreempted);
-      if (!yielded) a.completed += 1;
+      if (!handed) a.completed += 1;
       if (c.has_actor_state) {  // the actor's checkpoint: a later incarnation starts from it
         store::ActorRecord rec = a.rec;
         rec.has_state = true;
@@ -425,8 +426,8 @@ void Head::on_done(Node& n, wire::Done& d) {
     }
     Pool& pool = state_.pools[t.mailbox];
     if (pool.leased > 0) pool.leased -= 1;
-    if (!c.ok && c.kind == static_cast<int32_t>(ErrorKind::kPreempted)) {
-      handed_back.push_back(&t);  // yielded or never started: back to the front
+    if (handed) {
+      handed_back.push_back(&t);
       continue;
     }
     FinishEvent e{c.id, c.ok, c.kind, std::move(c.error_type), std::move(c.payload)};

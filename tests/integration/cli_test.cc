@@ -9,6 +9,7 @@
 
 #include "common/process.h"
 #include "support/cluster.h"
+#include "support/command.h"
 
 #include <filesystem>
 
@@ -17,22 +18,8 @@ namespace {
 
 using testing::cluster_options;
 
-struct CmdResult {
-  int code;
-  std::string out;
-};
-
-CmdResult run(const std::string& cmd) {
-  CmdResult r{-1, ""};
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  if (!p) return r;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-  int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+using testing::CmdResult;
+CmdResult run(const std::string& cmd) { return testing::run_command(cmd); }
 
 const std::string kBin = SPOTLIGHT_TEST_BIN;
 

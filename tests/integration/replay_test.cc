@@ -3,24 +3,19 @@
 // lost or delivered twice and at most one step per preemption is recomputed.
 // (The speed targets are measured by the benchmark, not asserted here.)
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
-#include <array>
 #include <cstdio>
 #include <nlohmann/json.hpp>
+
+#include "support/command.h"
 
 namespace {
 
 nlohmann::json replay(const std::string& args) {
   std::string cmd = std::string(SPOTLIGHT_TEST_BIN) + " replay " + SPOTLIGHT_TRACES_DIR +
-                    "/p3-trace.csv --json " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  std::string out;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
-  int status = pclose(p);
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << out;
+                    "/p3-trace.csv --json " + args;
+  auto [code, out] = spotlight::testing::run_command(cmd);
+  EXPECT_EQ(code, 0) << out;
   std::string last = out.substr(out.rfind('{'));
   std::printf("%s", out.c_str());
   return nlohmann::json::parse(last);
