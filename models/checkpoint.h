@@ -1,0 +1,35 @@
+// DiT checkpoints: the configuration, the weights and a little provenance in
+// one LibTorch archive, so a file alone rebuilds the model it holds.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+#include "models/dit.h"
+
+namespace spotlight::models {
+
+struct CheckpointInfo {
+  std::string kind = "pretrain";  // pretrain | grpo
+  int64_t step = 0;               // optimiser steps or GRPO iterations behind it
+  double reward = -1;             // last measured evaluation reward, -1 if none
+};
+
+// Missing, unreadable or incompatible checkpoint files.
+class CheckpointError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+constexpr int64_t kCheckpointFormat = 1;
+
+// Writes atomically (a temporary file renamed over `path`).
+void save_checkpoint(const std::string& path, DiT& model, const CheckpointInfo& info);
+
+struct LoadedCheckpoint {
+  DiT model{nullptr};
+  CheckpointInfo info;
+};
+LoadedCheckpoint load_checkpoint(const std::string& path);
+
+}  // namespace spotlight::models

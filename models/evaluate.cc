@@ -1,0 +1,93 @@
+#include "models/evaluate.h"
+
+#include <stdexcept>
+
+#include "models/scene/render.h"
+#include "models/scene/tokenizer.h"
+
+namespace spotlight::models {
+
+torch::Tensor encode_prompts(const std::vector<scene::Prompt>& prompts, int64_t text_len) {
+  static const scene::Tokenizer tokenizer;
+  auto out = torch::zeros({int64_t(prompts.size()), text_len}, torch::kInt64);
+  auto* p = out.data_ptr<int64_t>();
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    auto ids = tokenizer.encode(prompts[i].text, int(text_len));
+    std::copy(ids.begin(), ids.end(), p + i * text_len);
+  }
+  return out;
+}
+
+torch::Tensor render_batch(const std::vector<scene::Prompt>& prompts, const std::vector<uint64_t>& seeds,
+                           int64_t size) {
+  if (prompts.size() != seeds.size()) throw std::invalid_argument("render_batch: one seed per prompt");
+  auto out = torch::empty({int64_t(prompts.size()), 3, size, size}, torch::kFloat32);
+  const int64_t per = 3 * size * size;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    auto img = scene::render(prompts[i], seeds[i], int(size));
+    std::copy(img.begin(), img.end(), out.data_ptr<float>() + i * per);
+  }
+  return out;
+}
+
+std::vector<scene::Score> score_batch(const std::vector<scene::Prompt>& prompts, const torch::Tensor& images) {
+  if (images.dim() != 4 || images.size(0) != int64_t(prompts.size()) || images.size(1) != 3 ||
+      images.size(2) != images.size(3))
+    throw std::invalid_argument("score_batch: images must be [B, 3, S, S] with one prompt per image");
+  auto img = images.detach().to(torch::kCPU, torch::kFloat32).clamp(-1, 1).contiguous();
+  const int size = int(img.size(2));
+  const int64_t per = 3 * int64_t(size) * size;
+  std::vector<scene::Score> out;
+  out.reserve(prompts.size());
+  for (size_t i = 0; i < prompts.size(); ++i)
+    out.push_back(scene::score_image(prompts[i], img.data_ptr<float>() + i * per, size));
+  return out;
+}
+
+torch::Tensor rewards_tensor(const std::vector<scene::Score>& scores) {
+  auto out = torch::empty({int64_t(scores.size())}, torch::kFloat32);
+  for (size_t i = 0; i < scores.size(); ++i) out[int64_t(i)] = float(scores[i].reward);
+  return out;
+}
+
+EvalResult evaluate(DiT& model, const EvalOptions& opts) {
+  const auto prompts = scene::evaluation_prompts(opts.prompts);
+  std::vector<scene::Prompt> all;
+  std::vector<uint64_t> seeds;
+  for (size_t p = 0; p < prompts.size(); ++p)
+    for (int j = 0; j < opts.seeds_per_prompt; ++j) {
+      all.push_back(prompts[p]);
+      seeds.push_back(kEvalSeedBase + p * opts.seeds_per_prompt + j);
+    }
+  SamplerOptions sampler;
+  sampler.steps = opts.steps;
+  sampler.shift = opts.shift;
+  sampler.noise_level = 0;  // evaluation is the deterministic ODE
+  const auto device = model->parameters().front().device();
+  EvalResult res;
+  std::map<std::string, std::pair<double, int>> by_tag;
+  for (size_t at = 0; at < all.size(); at += opts.batch) {
+    const size_t end = std::min(all.size(), at + size_t(opts.batch));
+    std::vector<scene::Prompt> chunk(all.begin() + at, all.begin() + end);
+    std::vector<uint64_t> chunk_seeds(seeds.begin() + at, seeds.begin() + end);
+    auto tokens = encode_prompts(chunk, model->config().text_len).to(device);
+    auto images = sample(model, tokens, chunk_seeds, sampler).images;
+    auto scores = score_batch(chunk, images);
+    for (size_t i = 0; i < scores.size(); ++i) {
+      res.reward += scores[i].reward;
+      res.strict += scores[i].strict ? 1 : 0;
+      auto& t = by_tag[std::string(scene::tag_name(chunk[i].tag))];
+      t.first += scores[i].reward;
+      t.second += 1;
+    }
+  }
+  res.images = int(all.size());
+  if (res.images > 0) {
+    res.reward /= res.images;
+    res.strict /= res.images;
+  }
+  for (auto& [tag, v] : by_tag) res.reward_by_tag[tag] = v.first / v.second;
+  return res;
+}
+
+}  // namespace spotlight::models

@@ -1,0 +1,48 @@
+// The glue between the shape world (models/scene, plain C++) and tensors:
+// prompt tokens, rendered training batches, rewards of generated images, and
+// the fixed mini-GenEval evaluation that spotlight-eval reports.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "models/dit.h"
+#include "models/sampler.h"
+#include "models/scene/prompt.h"
+#include "models/scene/reward.h"
+
+namespace spotlight::models {
+
+// [B, text_len] int64 token ids.
+torch::Tensor encode_prompts(const std::vector<scene::Prompt>& prompts, int64_t text_len);
+
+// Rendered scenes, [B, 3, size, size] in [-1, 1]: the pre-training data.
+torch::Tensor render_batch(const std::vector<scene::Prompt>& prompts, const std::vector<uint64_t>& seeds,
+                           int64_t size);
+
+// Mini-GenEval scores of generated images [B, 3, H, W] (clamped to [-1, 1]).
+std::vector<scene::Score> score_batch(const std::vector<scene::Prompt>& prompts, const torch::Tensor& images);
+torch::Tensor rewards_tensor(const std::vector<scene::Score>& scores);  // [B] float32
+
+struct EvalOptions {
+  int prompts = 64;          // scene::evaluation_prompts(n): fixed
+  int seeds_per_prompt = 2;  // fixed seeds: kEvalSeedBase + prompt * seeds_per_prompt + j
+  int steps = 20;            // Euler ODE steps (noise level 0)
+  double shift = 3.0;
+  int64_t batch = 64;
+};
+constexpr uint64_t kEvalSeedBase = 0x5eed0000;
+
+struct EvalResult {
+  double reward = 0;  // mean partial-credit reward
+  double strict = 0;  // fraction of images with every clause exact
+  int images = 0;
+  std::map<std::string, double> reward_by_tag;
+};
+
+EvalResult evaluate(DiT& model, const EvalOptions& opts);
+
+}  // namespace spotlight::models

@@ -1,0 +1,73 @@
+#include "models/flow.h"
+
+#include <cmath>
+#include <stdexcept>
+
+namespace spotlight::models {
+
+std::vector<double> shifted_sigmas(int steps, double shift) {
+  if (steps < 1) throw std::invalid_argument("shifted_sigmas: steps must be >= 1");
+  if (!(shift > 0)) throw std::invalid_argument("shifted_sigmas: shift must be > 0");
+  std::vector<double> s(steps + 1);
+  for (int i = 0; i <= steps; ++i) {
+    double t = 1.0 - double(i) / steps;
+    s[i] = shift * t / (1.0 + (shift - 1.0) * t);
+  }
+  s[0] = 1.0;  // exact ends: the first step starts from pure noise
+  s[steps] = 0.0;
+  return s;
+}
+
+torch::Tensor sample_training_sigmas(int64_t batch, double shift, torch::Generator gen) {
+  auto t = torch::sigmoid(torch::randn({batch}, gen));
+  return shift * t / (1.0 + (shift - 1.0) * t);
+}
+
+torch::Tensor interpolate(const torch::Tensor& x0, const torch::Tensor& eps, const torch::Tensor& s) {
+  auto sv = s.view({-1, 1, 1, 1}).to(x0.dtype());
+  return (1 - sv) * x0 + sv * eps;
+}
+
+torch::Tensor flow_matching_loss(const torch::Tensor& v_pred, const torch::Tensor& x0,
+                                 const torch::Tensor& eps) {
+  return torch::mse_loss(v_pred.to(torch::kFloat32), (eps - x0).to(torch::kFloat32));
+}
+
+SdeStep sde_mean(const torch::Tensor& x, const torch::Tensor& v, double s, double s_next,
+                 double sigma_max, double noise_level) {
+  if (!(s_next < s) || s <= 0 || s > 1)
+    throw std::invalid_argument("sde_mean: needs 0 <= s_next < s <= 1");
+  const double dt = s_next - s;
+  const auto xf = x.to(torch::kFloat32), vf = v.to(torch::kFloat32);
+  SdeStep out;
+  if (noise_level == 0) {  // the Euler ODE step, exactly
+    out.mean = xf + vf * dt;
+    return out;
+  }
+  const double s_div = (s == 1.0) ? sigma_max : s;  // avoid 1 - s = 0 at pure noise
+  const double std = noise_level * std::sqrt(s / (1.0 - s_div));
+  out.std = std;
+  out.std_dt = std * std::sqrt(-dt);
+  out.mean = xf * (1.0 + std * std * dt / (2.0 * s)) + vf * ((1.0 + std * std * (1.0 - s) / (2.0 * s)) * dt);
+  return out;
+}
+
+torch::Tensor sde_sample(const SdeStep& step, const torch::Tensor& noise) {
+  if (step.std_dt == 0) return step.mean;
+  return step.mean + noise.to(torch::kFloat32) * step.std_dt;
+}
+
+torch::Tensor step_log_prob(const torch::Tensor& x_next, const torch::Tensor& mean, double std_dt) {
+  if (!(std_dt > 0)) throw std::invalid_argument("step_log_prob: the step has no noise (ODE step)");
+  auto d = x_next.to(torch::kFloat32) - mean;
+  auto lp = -(d * d) / (2.0 * std_dt * std_dt) - std::log(std_dt) - 0.5 * std::log(2.0 * M_PI);
+  return lp.flatten(1).mean(1);
+}
+
+torch::Tensor step_kl(const torch::Tensor& mean_a, const torch::Tensor& mean_b, double std) {
+  if (!(std > 0)) throw std::invalid_argument("step_kl: the step has no noise (ODE step)");
+  auto d = mean_a - mean_b;
+  return (d * d).flatten(1).mean(1) / (2.0 * std * std);
+}
+
+}  // namespace spotlight::models
