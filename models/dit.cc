@@ -51,6 +51,23 @@ torch::Tensor padding_mask(const torch::Tensor& tokens) {
   return pad.unsqueeze(1).unsqueeze(1);  // [B, 1, 1, L]
 }
 
+// Batch-invariant linear layer. One GEMM over all B*N rows lets BLAS pick
+// kernels and blockings by the row count, so a sample's output changed with
+// the batch it sat in (measured: every sample differed between batch 1 and 5).
+// A batched product runs the same GEMM per sample whatever B is, so a seeded
+// rollout gives the same bits in any batch; it costs little at these sizes.
+torch::Tensor invariant_linear(const torch::nn::Linear& l, const torch::Tensor& x) {
+  const auto B = x.size(0), in = l->weight.size(1), out = l->weight.size(0);
+  auto x3 = x.reshape({B, -1, in});
+  auto w = l->weight.t().unsqueeze(0).expand({B, in, out});
+  auto y = l->bias.defined()
+               ? torch::baddbmm(l->bias.view({1, 1, out}).expand({B, x3.size(1), out}), x3, w)
+               : torch::bmm(x3, w);
+  auto shape = x.sizes().vec();
+  shape.back() = out;
+  return y.view(shape);
+}
+
 torch::Tensor modulate(const torch::Tensor& x, const torch::Tensor& shift, const torch::Tensor& scale) {
   return x * (1 + scale.unsqueeze(1)) + shift.unsqueeze(1);
 }
@@ -104,7 +121,7 @@ MlpImpl::MlpImpl(int64_t dim, int64_t ratio)
 }
 
 torch::Tensor MlpImpl::forward(const torch::Tensor& x) {
-  return fc2_(F::gelu(fc1_(x), F::GELUFuncOptions().approximate("tanh")));
+  return invariant_linear(fc2_, F::gelu(invariant_linear(fc1_, x), F::GELUFuncOptions().approximate("tanh")));
 }
 
 TextEncoderImpl::TextEncoderImpl(const DiTConfig& cfg) : heads_(cfg.heads) {
@@ -133,10 +150,11 @@ std::pair<torch::Tensor, torch::Tensor> TextEncoderImpl::forward(const torch::Te
                                                                  const torch::Tensor& key_mask) {
   auto h = embed_(tokens) + pos_.index({Slice(), Slice(0, tokens.size(1))});
   for (size_t i = 0; i < qkv_->size(); ++i) {
-    auto [q, k, v] = split_heads(qkv_[i]->as<torch::nn::Linear>()->forward(
-                                     norms1_[i]->as<torch::nn::LayerNorm>()->forward(h)),
+    auto [q, k, v] = split_heads(invariant_linear(torch::nn::Linear(qkv_->ptr<torch::nn::LinearImpl>(i)),
+                                       norms1_[i]->as<torch::nn::LayerNorm>()->forward(h)),
                                  heads_);
-    h = h + proj_[i]->as<torch::nn::Linear>()->forward(merge_heads(attention(q, k, v, key_mask)));
+    h = h + invariant_linear(torch::nn::Linear(proj_->ptr<torch::nn::LinearImpl>(i)),
+                  merge_heads(attention(q, k, v, key_mask)));
     h = h + mlps_[i]->as<Mlp>()->forward(norms2_[i]->as<torch::nn::LayerNorm>()->forward(h));
   }
   h = final_norm_(h);
@@ -169,18 +187,18 @@ std::pair<torch::Tensor, torch::Tensor> JointBlockImpl::forward(const torch::Ten
                                                                 const torch::Tensor& c,
                                                                 const torch::Tensor& key_mask) {
   auto act = F::silu(c);
-  auto mx = mod_x_(act).chunk(6, -1);
-  auto mc = mod_c_(act).chunk(6, -1);
-  auto [qx, kx, vx] = split_heads(qkv_x_(modulate(norm_x1_(x), mx[0], mx[1])), heads_);
-  auto [qc, kc, vc] = split_heads(qkv_c_(modulate(norm_c1_(ctx), mc[0], mc[1])), heads_);
+  auto mx = invariant_linear(mod_x_, act).chunk(6, -1);
+  auto mc = invariant_linear(mod_c_, act).chunk(6, -1);
+  auto [qx, kx, vx] = split_heads(invariant_linear(qkv_x_, modulate(norm_x1_(x), mx[0], mx[1])), heads_);
+  auto [qc, kc, vc] = split_heads(invariant_linear(qkv_c_, modulate(norm_c1_(ctx), mc[0], mc[1])), heads_);
   // Joint attention: text first, then image, as SD3 and Qwen-Image order them.
   auto out = merge_heads(attention(torch::cat({qc, qx}, 2), torch::cat({kc, kx}, 2),
                                    torch::cat({vc, vx}, 2), key_mask));
   auto L = ctx.size(1);
   auto out_c = out.index({Slice(), Slice(0, L)});
   auto out_x = out.index({Slice(), Slice(L, torch::indexing::None)});
-  auto x1 = x + mx[2].unsqueeze(1) * proj_x_(out_x);
-  auto c1 = ctx + mc[2].unsqueeze(1) * proj_c_(out_c);
+  auto x1 = x + mx[2].unsqueeze(1) * invariant_linear(proj_x_, out_x);
+  auto c1 = ctx + mc[2].unsqueeze(1) * invariant_linear(proj_c_, out_c);
   x1 = x1 + mx[5].unsqueeze(1) * mlp_x_(modulate(norm_x2_(x1), mx[3], mx[4]));
   c1 = c1 + mc[5].unsqueeze(1) * mlp_c_(modulate(norm_c2_(c1), mc[3], mc[4]));
   return {x1, c1};
@@ -241,9 +259,11 @@ torch::Tensor DiTImpl::forward(const torch::Tensor& x, const torch::Tensor& s, c
   TORCH_CHECK(s.dim() == 1 && s.size(0) == x.size(0), "DiT expects one noise level per sample");
   auto text_mask = padding_mask(tokens);
   auto [text, pooled] = text_->forward(tokens, text_mask);
-  auto c = t_mlp_->forward(timestep_embedding(s)) + text_pool_(pooled);
-  auto ctx = text_proj_(text);
-  auto h = patch_embed_(patchify(x)) + pos_;
+  auto t = invariant_linear(torch::nn::Linear(t_mlp_->ptr<torch::nn::LinearImpl>(0)), timestep_embedding(s));
+  t = invariant_linear(torch::nn::Linear(t_mlp_->ptr<torch::nn::LinearImpl>(2)), F::silu(t));
+  auto c = t + invariant_linear(text_pool_, pooled);
+  auto ctx = invariant_linear(text_proj_, text);
+  auto h = invariant_linear(patch_embed_, patchify(x)) + pos_;
   // Image tokens are never masked: the joint mask is [text padding, zeros].
   auto joint_mask = torch::cat({text_mask, torch::zeros({x.size(0), 1, 1, h.size(1)}, text_mask.options())}, 3);
   for (auto& m : *blocks_) {
@@ -251,8 +271,8 @@ torch::Tensor DiTImpl::forward(const torch::Tensor& x, const torch::Tensor& s, c
     h = hx;
     ctx = hc;
   }
-  auto mod = final_mod_(F::silu(c)).chunk(2, -1);
-  return unpatchify(final_out_(modulate(final_norm_(h), mod[0], mod[1])));
+  auto mod = invariant_linear(final_mod_, F::silu(c)).chunk(2, -1);
+  return unpatchify(invariant_linear(final_out_, modulate(final_norm_(h), mod[0], mod[1])));
 }
 
 int64_t DiTImpl::parameter_count() const {

@@ -4,6 +4,8 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
+
 #include "models/dit.h"
 
 namespace spotlight::models {
@@ -12,11 +14,15 @@ class Ema {
  public:
   Ema(DiT& model, double decay) : decay_(decay), shadow_(model->config()) { copy_from(model); }
 
+  // The decay ramps up as min(decay, (1 + n) / (10 + n)) over the n updates
+  // so far, so that a short run's average is not dominated by the random init.
   void update(DiT& model) {
     torch::NoGradGuard no_grad;
+    ++updates_;
+    const double d = std::min(decay_, (1.0 + updates_) / (10.0 + updates_));
     auto src = model->parameters();
     auto dst = shadow_->parameters();
-    for (size_t i = 0; i < src.size(); ++i) dst[i].mul_(decay_).add_(src[i].detach(), 1.0 - decay_);
+    for (size_t i = 0; i < src.size(); ++i) dst[i].mul_(d).add_(src[i].detach(), 1.0 - d);
   }
 
   void copy_from(DiT& model) {
@@ -30,6 +36,7 @@ class Ema {
 
  private:
   double decay_;
+  int64_t updates_ = 0;
   DiT shadow_;
 };
 

@@ -1,5 +1,6 @@
 #include "models/evaluate.h"
 
+#include <fstream>
 #include <stdexcept>
 
 #include "models/scene/render.h"
@@ -73,6 +74,13 @@ EvalResult evaluate(DiT& model, const EvalOptions& opts) {
     auto tokens = encode_prompts(chunk, model->config().text_len).to(device);
     auto images = sample(model, tokens, chunk_seeds, sampler).images;
     auto scores = score_batch(chunk, images);
+    if (opts.keep_images) {
+      res.samples = res.samples.defined() ? torch::cat({res.samples, images.cpu()}) : images.cpu();
+      for (size_t i = 0; i < scores.size(); ++i) {
+        res.texts.push_back(chunk[i].text);
+        res.rewards.push_back(scores[i].reward);
+      }
+    }
     for (size_t i = 0; i < scores.size(); ++i) {
       res.reward += scores[i].reward;
       res.strict += scores[i].strict ? 1 : 0;
@@ -88,6 +96,27 @@ EvalResult evaluate(DiT& model, const EvalOptions& opts) {
   }
   for (auto& [tag, v] : by_tag) res.reward_by_tag[tag] = v.first / v.second;
   return res;
+}
+
+void write_ppm_grid(const std::string& path, const torch::Tensor& images, int cols) {
+  if (images.dim() != 4 || images.size(1) != 3 || cols < 1)
+    throw std::invalid_argument("write_ppm_grid: images must be [B, 3, S, S]");
+  const int64_t n = images.size(0), S = images.size(2), gutter = 2;
+  const int64_t rows = (n + cols - 1) / cols;
+  const int64_t W = cols * (S + gutter) + gutter, H = rows * (S + gutter) + gutter;
+  auto px = ((images.detach().cpu().to(torch::kFloat32).clamp(-1, 1) + 1) * 127.5).round().to(torch::kUInt8);
+  px = px.permute({0, 2, 3, 1}).contiguous();  // [B, S, S, 3]
+  std::vector<uint8_t> canvas(size_t(W * H * 3), 0);
+  const auto* p = px.data_ptr<uint8_t>();
+  for (int64_t b = 0; b < n; ++b) {
+    const int64_t ox = gutter + (b % cols) * (S + gutter), oy = gutter + (b / cols) * (S + gutter);
+    for (int64_t y = 0; y < S; ++y)
+      std::copy_n(p + (b * S + y) * S * 3, S * 3, canvas.begin() + ((oy + y) * W + ox) * 3);
+  }
+  std::ofstream out(path, std::ios::binary);
+  if (!out) throw std::runtime_error("cannot write '" + path + "'");
+  out << "P6\n" << W << " " << H << "\n255\n";
+  out.write(reinterpret_cast<const char*>(canvas.data()), std::streamsize(canvas.size()));
 }
 
 }  // namespace spotlight::models

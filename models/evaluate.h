@@ -33,6 +33,7 @@ struct EvalOptions {
   int steps = 20;            // Euler ODE steps (noise level 0)
   double shift = 3.0;
   int64_t batch = 64;
+  bool keep_images = false;  // return the generated images (to look at them)
 };
 constexpr uint64_t kEvalSeedBase = 0x5eed0000;
 
@@ -41,7 +42,14 @@ struct EvalResult {
   double strict = 0;  // fraction of images with every clause exact
   int images = 0;
   std::map<std::string, double> reward_by_tag;
+  torch::Tensor samples;                // keep_images: [images, 3, S, S]
+  std::vector<std::string> texts;       // keep_images: the prompt of each image
+  std::vector<double> rewards;          // keep_images: the reward of each image
 };
+
+// Writes images [B, 3, S, S] in [-1, 1] as one binary PPM grid, `cols` wide
+// with a 2-pixel black gutter.
+void write_ppm_grid(const std::string& path, const torch::Tensor& images, int cols);
 
 EvalResult evaluate(DiT& model, const EvalOptions& opts);
 

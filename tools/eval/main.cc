@@ -8,13 +8,16 @@
 #include <iostream>
 
 #include "models/checkpoint.h"
+#include "tools/common/omp_env.h"
 #include "models/evaluate.h"
 
 using namespace spotlight;
 
 int main(int argc, char** argv) {
+  spotlight::tools::ensure_passive_omp(argv);
   CLI::App app{"spotlight-eval: mini-GenEval reward of a checkpoint"};
-  std::string checkpoint;
+  std::string checkpoint, grid;
+  int grid_images = 32;
   int threads = 2;
   models::EvalOptions eval;
   app.add_option("--checkpoint", checkpoint, "checkpoint file")->required();
@@ -22,11 +25,14 @@ int main(int argc, char** argv) {
   app.add_option("--seeds", eval.seeds_per_prompt, "fixed seeds per prompt")->check(CLI::PositiveNumber);
   app.add_option("--steps", eval.steps, "Euler ODE steps")->check(CLI::PositiveNumber);
   app.add_option("--threads", threads, "CPU threads")->check(CLI::PositiveNumber);
+  app.add_option("--grid", grid, "also write the first --grid-images images as a PPM grid to this file");
+  app.add_option("--grid-images", grid_images, "images in the grid")->check(CLI::PositiveNumber);
   CLI11_PARSE(app, argc, argv);
   try {
     at::set_num_threads(threads);
     auto ck = models::load_checkpoint(checkpoint);
     const auto t0 = std::chrono::steady_clock::now();
+    eval.keep_images = !grid.empty();
     auto r = models::evaluate(ck.model, eval);
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     std::cout << std::fixed << std::setprecision(4);
@@ -35,6 +41,12 @@ int main(int argc, char** argv) {
               << eval.seeds_per_prompt << " seeds, " << eval.steps << " ODE steps, " << secs << " s\n";
     std::cout << "| tag | reward |\n| --- | --- |\n";
     for (const auto& [tag, v] : r.reward_by_tag) std::cout << "| " << tag << " | " << v << " |\n";
+    if (!grid.empty()) {
+      const int64_t n = std::min<int64_t>(grid_images, r.samples.size(0));
+      models::write_ppm_grid(grid, r.samples.slice(0, 0, n), 8);
+      std::cout << "grid " << grid << " (8 per row), prompts and rewards in order:\n";
+      for (int64_t i = 0; i < n; ++i) std::cout << "  " << i << ": " << r.texts[i] << " -> " << r.rewards[i] << "\n";
+    }
     std::cout << "strict=" << r.strict << "\n";
     std::cout << "reward=" << r.reward << std::endl;
   } catch (const std::exception& e) {

@@ -9,6 +9,7 @@
 #include <iostream>
 
 #include "models/dit.h"
+#include "tools/common/omp_env.h"
 #include "models/evaluate.h"
 #include "models/flow.h"
 #include "models/grpo.h"
@@ -32,6 +33,7 @@ double best_of(int reps, F&& f) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  spotlight::tools::ensure_passive_omp(argv);
   CLI::App app{"spotlight-model-bench: DiT rollout and training throughput"};
   std::string config = "tiny";
   int batch = 32, threads = 2, steps = 10, reps = 3;

@@ -9,6 +9,7 @@
 #include <iostream>
 
 #include "models/checkpoint.h"
+#include "tools/common/omp_env.h"
 #include "models/ema.h"
 #include "models/evaluate.h"
 #include "models/flow.h"
@@ -18,6 +19,7 @@ using namespace spotlight;
 using Clock = std::chrono::steady_clock;
 
 int main(int argc, char** argv) {
+  spotlight::tools::ensure_passive_omp(argv);
   CLI::App app{"spotlight-pretrain: flow-matching pre-training of the base DiT on rendered scenes"};
   std::string config = "tiny", out = "pretrained.pt", resume;
   int steps = 6000, batch = 64, eval_every = 1000, threads = 2, warmup = 200;
