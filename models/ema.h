@@ -12,7 +12,10 @@ namespace spotlight::models {
 
 class Ema {
  public:
-  Ema(DiT& model, double decay) : decay_(decay), shadow_(model->config()) { copy_from(model); }
+  Ema(DiT& model, double decay) : decay_(decay), shadow_(model->config()) {
+    shadow_->to(model->parameters().front().device());
+    copy_from(model);
+  }
 
   // The decay ramps up as min(decay, (1 + n) / (10 + n)) over the n updates
   // so far, so that a short run's average is not dominated by the random init.

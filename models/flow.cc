@@ -19,7 +19,7 @@ std::vector<double> shifted_sigmas(int steps, double shift) {
 }
 
 torch::Tensor sample_training_sigmas(int64_t batch, double shift, torch::Generator gen) {
-  auto t = torch::sigmoid(torch::randn({batch}, gen));
+  auto t = torch::rand({batch}, gen);
   return shift * t / (1.0 + (shift - 1.0) * t);
 }
 

@@ -8,6 +8,7 @@
 #include <iostream>
 
 #include "models/checkpoint.h"
+#include "tools/common/device.h"
 #include "tools/common/omp_env.h"
 #include "models/evaluate.h"
 
@@ -16,7 +17,7 @@ using namespace spotlight;
 int main(int argc, char** argv) {
   spotlight::tools::ensure_passive_omp(argv);
   CLI::App app{"spotlight-eval: mini-GenEval reward of a checkpoint"};
-  std::string checkpoint, grid;
+  std::string checkpoint, grid, device = "cpu";
   int grid_images = 32;
   int threads = 2;
   models::EvalOptions eval;
@@ -25,12 +26,14 @@ int main(int argc, char** argv) {
   app.add_option("--seeds", eval.seeds_per_prompt, "fixed seeds per prompt")->check(CLI::PositiveNumber);
   app.add_option("--steps", eval.steps, "Euler ODE steps")->check(CLI::PositiveNumber);
   app.add_option("--threads", threads, "CPU threads")->check(CLI::PositiveNumber);
+  app.add_option("--device", device, "cpu, cuda or cuda:N");
   app.add_option("--grid", grid, "also write the first --grid-images images as a PPM grid to this file");
   app.add_option("--grid-images", grid_images, "images in the grid")->check(CLI::PositiveNumber);
   CLI11_PARSE(app, argc, argv);
   try {
     at::set_num_threads(threads);
     auto ck = models::load_checkpoint(checkpoint);
+    ck.model->to(spotlight::tools::parse_device(device));
     const auto t0 = std::chrono::steady_clock::now();
     eval.keep_images = !grid.empty();
     auto r = models::evaluate(ck.model, eval);

@@ -9,6 +9,7 @@
 #include <iostream>
 
 #include "models/dit.h"
+#include "tools/common/device.h"
 #include "tools/common/omp_env.h"
 #include "models/evaluate.h"
 #include "models/flow.h"
@@ -20,12 +21,19 @@ using namespace spotlight;
 using Clock = std::chrono::steady_clock;
 
 namespace {
+// GPU work is asynchronous: wait for it before reading the clock.
+void sync(const torch::Device& d) {
+  if (d.is_cuda()) torch::cuda::synchronize();
+}
+
 template <class F>
-double best_of(int reps, F&& f) {
+double best_of(int reps, const torch::Device& d, F&& f) {
   double best = 1e30;
   for (int i = 0; i < reps; ++i) {
+    sync(d);
     auto t0 = Clock::now();
     f();
+    sync(d);
     best = std::min(best, std::chrono::duration<double>(Clock::now() - t0).count());
   }
   return best;
@@ -35,7 +43,7 @@ double best_of(int reps, F&& f) {
 int main(int argc, char** argv) {
   spotlight::tools::ensure_passive_omp(argv);
   CLI::App app{"spotlight-model-bench: DiT rollout and training throughput"};
-  std::string config = "tiny";
+  std::string config = "tiny", device = "cpu";
   int batch = 32, threads = 2, steps = 10, reps = 3;
   bool json = false;
   app.add_option("--config", config, "model configuration");
@@ -44,10 +52,13 @@ int main(int argc, char** argv) {
   app.add_option("--threads", threads, "CPU threads")->check(CLI::PositiveNumber);
   app.add_option("--reps", reps, "repetitions; the best is reported")->check(CLI::PositiveNumber);
   app.add_flag("--json", json, "print one JSON object as the last line");
+  app.add_option("--device", device, "cpu, cuda or cuda:N");
   CLI11_PARSE(app, argc, argv);
   try {
     at::set_num_threads(threads);
+    const auto dev = spotlight::tools::parse_device(device);
     models::DiT model(models::dit_config(config));
+    model->to(dev);
     const auto& cfg = model->config();
     scene::PromptGenerator gen(7);
     std::vector<scene::Prompt> prompts;
@@ -56,18 +67,18 @@ int main(int argc, char** argv) {
       prompts.push_back(gen.next());
       seeds.push_back(1000 + i);
     }
-    auto tokens = models::encode_prompts(prompts, cfg.text_len);
-    auto x0 = models::render_batch(prompts, seeds, cfg.image_size);
-    auto s = torch::full({batch}, 0.5);
+    auto tokens = models::encode_prompts(prompts, cfg.text_len).to(dev);
+    auto x0 = models::render_batch(prompts, seeds, cfg.image_size).to(dev);
+    auto s = torch::full({batch}, 0.5, x0.options());
     auto eps = torch::randn_like(x0);
     torch::optim::AdamW opt(model->parameters(), torch::optim::AdamWOptions(1e-4));
 
-    const double render = best_of(reps, [&] { models::render_batch(prompts, seeds, cfg.image_size); });
-    const double forward = best_of(reps, [&] {
+    const double render = best_of(reps, dev, [&] { models::render_batch(prompts, seeds, cfg.image_size); });
+    const double forward = best_of(reps, dev, [&] {
       torch::NoGradGuard ng;
       model->forward(x0, s, tokens);
     });
-    const double train = best_of(reps, [&] {
+    const double train = best_of(reps, dev, [&] {
       auto loss = models::flow_matching_loss(model->forward(models::interpolate(x0, eps, s), s, tokens), x0, eps);
       opt.zero_grad();
       loss.backward();
@@ -77,10 +88,10 @@ int main(int argc, char** argv) {
     so.steps = steps;
     so.record = true;
     models::Rollout roll;
-    const double rollout = best_of(reps, [&] { roll = models::sample(model, tokens, seeds, so); });
-    const double score = best_of(reps, [&] { models::score_batch(prompts, roll.images); });
-    auto adv = torch::randn({batch});
-    const double grpo = best_of(reps, [&] {
+    const double rollout = best_of(reps, dev, [&] { roll = models::sample(model, tokens, seeds, so); });
+    const double score = best_of(reps, dev, [&] { models::score_batch(prompts, roll.images); });
+    auto adv = torch::randn({batch}, x0.options());
+    const double grpo = best_of(reps, dev, [&] {
       opt.zero_grad();
       for (size_t k = 0; k < roll.sde_steps.size(); ++k)
         models::grpo_step_loss(model, nullptr, tokens, roll, k, adv, so, {}).backward();

@@ -9,6 +9,7 @@
 #include <iostream>
 
 #include "models/checkpoint.h"
+#include "tools/common/device.h"
 #include "tools/common/omp_env.h"
 #include "models/ema.h"
 #include "models/evaluate.h"
@@ -21,9 +22,9 @@ using Clock = std::chrono::steady_clock;
 int main(int argc, char** argv) {
   spotlight::tools::ensure_passive_omp(argv);
   CLI::App app{"spotlight-pretrain: flow-matching pre-training of the base DiT on rendered scenes"};
-  std::string config = "tiny", out = "pretrained.pt", resume;
+  std::string config = "tiny", out = "pretrained.pt", resume, device = "cpu";
   int steps = 6000, batch = 64, eval_every = 1000, threads = 2, warmup = 200;
-  double lr = 1e-3, minutes = 0, ema_decay = 0.999, shift = 3.0;
+  double lr = 1e-3, minutes = 0, ema_decay = 0.999, shift = 1.0;
   uint64_t seed = 1;
   models::EvalOptions eval;
   app.add_option("--config", config, "model configuration (tiny, base)");
@@ -36,11 +37,12 @@ int main(int argc, char** argv) {
   app.add_option("--lr", lr, "peak AdamW learning rate (linear warm-up, cosine decay)")->check(CLI::PositiveNumber);
   app.add_option("--warmup", warmup, "warm-up steps")->check(CLI::NonNegativeNumber);
   app.add_option("--ema", ema_decay, "EMA decay of the saved weights")->check(CLI::Range(0.0, 1.0));
-  app.add_option("--shift", shift, "noise-level shift, as in sampling")->check(CLI::PositiveNumber);
+  app.add_option("--shift", shift, "shift of the uniform training noise levels")->check(CLI::PositiveNumber);
   app.add_option("--eval-every", eval_every, "evaluate and checkpoint every N steps")->check(CLI::PositiveNumber);
   app.add_option("--eval-steps", eval.steps, "ODE steps of the evaluation")->check(CLI::PositiveNumber);
   app.add_option("--threads", threads, "CPU threads")->check(CLI::PositiveNumber);
   app.add_option("--seed", seed, "data and initialisation seed");
+  app.add_option("--device", device, "cpu, cuda or cuda:N");
   CLI11_PARSE(app, argc, argv);
 
   try {
@@ -55,6 +57,8 @@ int main(int argc, char** argv) {
     } else {
       model = models::DiT(models::dit_config(config));
     }
+    const auto dev = spotlight::tools::parse_device(device);
+    model->to(dev);
     models::Ema ema(model, ema_decay);
     torch::optim::AdamW opt(model->parameters(), torch::optim::AdamWOptions(lr).weight_decay(1e-4));
     auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);
@@ -88,10 +92,10 @@ int main(int argc, char** argv) {
         batch_prompts.push_back(prompts.next());
         seeds.push_back(image_seed++);
       }
-      auto x0 = models::render_batch(batch_prompts, seeds, cfg.image_size);
-      auto tokens = models::encode_prompts(batch_prompts, cfg.text_len);
-      auto eps = torch::randn(x0.sizes(), gen);
-      auto s = models::sample_training_sigmas(batch, shift, gen);
+      auto x0 = models::render_batch(batch_prompts, seeds, cfg.image_size).to(dev);
+      auto tokens = models::encode_prompts(batch_prompts, cfg.text_len).to(dev);
+      auto eps = torch::randn(x0.sizes(), gen).to(dev);
+      auto s = models::sample_training_sigmas(batch, shift, gen).to(dev);
       auto loss = models::flow_matching_loss(model->forward(models::interpolate(x0, eps, s), s, tokens), x0, eps);
       opt.zero_grad();
       loss.backward();

@@ -16,6 +16,7 @@
 #include "models/sampler.h"
 #include "models/scene/prompt.h"
 #include "models/stats/rank.h"
+#include "tools/common/device.h"
 #include "tools/common/omp_env.h"
 
 using namespace spotlight;
@@ -33,7 +34,7 @@ std::vector<double> to_vector(const torch::Tensor& t) {
 int main(int argc, char** argv) {
   spotlight::tools::ensure_passive_omp(argv);
   CLI::App app{"spotlight-train: GRPO post-training of a DiT on mini-GenEval"};
-  std::string checkpoint, out = "grpo.pt";
+  std::string checkpoint, out = "grpo.pt", device = "cpu";
   int prompts_per_iter = 8, group = 8, iterations = 1000000, eval_every = 10, rank_every = 0, threads = 2;
   double minutes = 30, lr = 2e-4;
   bool per_group_std = false;
@@ -63,6 +64,7 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   app.add_option("--threads", threads, "CPU threads")->check(CLI::PositiveNumber);
   app.add_option("--seed", seed, "prompt and seed stream");
+  app.add_option("--device", device, "cpu, cuda or cuda:N");
   CLI11_PARSE(app, argc, argv);
 
   try {
@@ -70,9 +72,14 @@ int main(int argc, char** argv) {
     sampler.validate();
     at::set_num_threads(threads);
     auto ck = models::load_checkpoint(checkpoint);
+    const auto dev = spotlight::tools::parse_device(device);
     auto model = ck.model;
+    model->to(dev);
     models::DiT ref{nullptr};
-    if (grpo.beta > 0) ref = models::load_checkpoint(checkpoint).model;
+    if (grpo.beta > 0) {
+      ref = models::load_checkpoint(checkpoint).model;
+      ref->to(dev);
+    }
     torch::optim::AdamW opt(model->parameters(), torch::optim::AdamWOptions(lr).weight_decay(1e-4));
     scene::PromptGenerator prompt_gen(seed);
     std::mt19937_64 seed_gen(seed * 0x9e3779b97f4a7c15ULL + 1);
@@ -105,7 +112,7 @@ int main(int argc, char** argv) {
           seeds.push_back(seed_gen());
         }
       }
-      auto tokens = models::encode_prompts(prompts, text_len);
+      auto tokens = models::encode_prompts(prompts, text_len).to(dev);
       const auto r0 = Clock::now();
       auto roll = models::sample(model, tokens, seeds, sampler);
       auto rewards = models::rewards_tensor(models::score_batch(prompts, roll.images));
