@@ -243,3 +243,17 @@ TEST(Checkpoint, MissingOrCorruptFilesGiveAClearError) {
   }
   std::filesystem::remove(path);
 }
+
+TEST(Checkpoint, TheShippedTinyCheckpointLoadsAndSamples) {
+  const std::string path = std::string(SPOTLIGHT_SOURCE_DIR) + "/models/checkpoints/tiny.pt";
+  auto ck = load_checkpoint(path);
+  EXPECT_EQ(ck.model->config().name, "tiny");
+  EXPECT_EQ(ck.info.kind, "pretrain");
+  EXPECT_GT(ck.info.reward, 0.0) << "the shipped checkpoint records its evaluation reward";
+  SamplerOptions opts;
+  opts.steps = 4;
+  auto prompts = some_prompts(2);
+  auto images = sample(ck.model, encode_prompts(prompts, 12), {1, 2}, opts).images;
+  EXPECT_EQ(images.sizes(), torch::IntArrayRef({2, 3, 32, 32}));
+  EXPECT_TRUE(torch::isfinite(images).all().item<bool>());
+}

@@ -25,6 +25,7 @@ int main(int argc, char** argv) {
   app.add_option("--prompts", eval.prompts, "evaluation prompts (at least 64)")->check(CLI::Range(64, 100000));
   app.add_option("--seeds", eval.seeds_per_prompt, "fixed seeds per prompt")->check(CLI::PositiveNumber);
   app.add_option("--steps", eval.steps, "Euler ODE steps")->check(CLI::PositiveNumber);
+  app.add_option("--shift", eval.shift, "schedule shift of the sampler")->check(CLI::PositiveNumber);
   app.add_option("--threads", threads, "CPU threads")->check(CLI::PositiveNumber);
   app.add_option("--device", device, "cpu, cuda or cuda:N");
   app.add_option("--grid", grid, "also write the first --grid-images images as a PPM grid to this file");
