@@ -21,7 +21,7 @@ torch::Tensor group_advantages(const torch::Tensor& rewards, int64_t group_size,
 double zero_std_fraction(const torch::Tensor& rewards, int64_t group_size) {
   auto r = rewards.to(torch::kFloat64).view({-1, group_size});
   auto tied = (r.amax(1) - r.amin(1)).eq(0);
-  return tied.to(torch::kFloat64).mean().template item<double>();
+  return tied.to(torch::kFloat64).mean().item<double>();
 }
 
 torch::Tensor grpo_step_loss(DiT& model, DiT* ref, const torch::Tensor& tokens, const Rollout& rollout,
