@@ -6,6 +6,8 @@
 #include <cfloat>
 #include <cstring>
 
+#include "kernels/cpu_dispatch.h"
+
 #if defined(__FAST_MATH__)
 #error "philox.cc must not be built with -ffast-math: it would break bit-identity"
 #endif
@@ -21,13 +23,13 @@ namespace {
 // the compiler can vectorize it; every value is the same as block by block.
 constexpr size_t kBatch = 8;
 
-void uniforms_of_block(const PhiloxCounter& w, float* out) {
+SPOTLIGHT_INLINE void uniforms_of_block(const PhiloxCounter& w, float* out) {
   for (int k = 0; k < 4; ++k) out[k] = uniform_from_bits(w[k]);
 }
 
 struct Normals {
-  static void block(const PhiloxCounter& w, float* out) { normals_of_block(w, out); }
-  static void batch(const PhiloxKey& key, uint32_t stream, uint64_t b0, float* out) {
+  SPOTLIGHT_INLINE static void block(const PhiloxCounter& w, float* out) { normals_of_block(w, out); }
+  SPOTLIGHT_INLINE static void batch(const PhiloxKey& key, uint32_t stream, uint64_t b0, float* out) {
     // Pair p of the batch is (words 2(p%2), 2(p%2)+1) of block p/2.
     uint32_t radius_words[2 * kBatch], angle_words[2 * kBatch];
     for (size_t l = 0; l < kBatch; ++l) {
@@ -42,8 +44,8 @@ struct Normals {
 };
 
 struct Uniforms {
-  static void block(const PhiloxCounter& w, float* out) { uniforms_of_block(w, out); }
-  static void batch(const PhiloxKey& key, uint32_t stream, uint64_t b0, float* out) {
+  SPOTLIGHT_INLINE static void block(const PhiloxCounter& w, float* out) { uniforms_of_block(w, out); }
+  SPOTLIGHT_INLINE static void batch(const PhiloxKey& key, uint32_t stream, uint64_t b0, float* out) {
     for (size_t l = 0; l < kBatch; ++l)
       uniforms_of_block(philox4x32_10(philox_counter(b0 + l, stream), key), out + 4 * l);
   }
@@ -53,7 +55,7 @@ struct Uniforms {
 // through a scratch block, the middle is written in place in whole batches and
 // blocks. Which block and lane an element comes from depends only on its index.
 template <class Kind>
-void fill(uint64_t seed, uint32_t stream, uint64_t first, size_t n, float* out) {
+SPOTLIGHT_INLINE void fill(uint64_t seed, uint32_t stream, uint64_t first, size_t n, float* out) {
   const PhiloxKey key = philox_key(seed);
   auto block = [&](uint64_t b, float* dst) { Kind::block(philox4x32_10(philox_counter(b, stream), key), dst); };
 
@@ -80,11 +82,11 @@ void fill(uint64_t seed, uint32_t stream, uint64_t first, size_t n, float* out) 
 
 }  // namespace
 
-void seed_noise(uint64_t seed, uint32_t stream, uint64_t first, size_t n, float* out) {
+SPOTLIGHT_CPU_CLONES void seed_noise(uint64_t seed, uint32_t stream, uint64_t first, size_t n, float* out) {
   fill<Normals>(seed, stream, first, n, out);
 }
 
-void seed_uniform(uint64_t seed, uint32_t stream, uint64_t first, size_t n, float* out) {
+SPOTLIGHT_CPU_CLONES void seed_uniform(uint64_t seed, uint32_t stream, uint64_t first, size_t n, float* out) {
   fill<Uniforms>(seed, stream, first, n, out);
 }
 

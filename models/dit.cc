@@ -3,6 +3,8 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "kernels/ops.h"
+
 namespace spotlight::models {
 namespace F = torch::nn::functional;
 using torch::indexing::Slice;
@@ -68,13 +70,8 @@ torch::Tensor invariant_linear(const torch::nn::Linear& l, const torch::Tensor& 
   return y.view(shape);
 }
 
-torch::Tensor modulate(const torch::Tensor& x, const torch::Tensor& shift, const torch::Tensor& scale) {
-  return x * (1 + scale.unsqueeze(1)) + shift.unsqueeze(1);
-}
-
-torch::nn::LayerNorm plain_norm(int64_t dim) {
-  return torch::nn::LayerNorm(torch::nn::LayerNormOptions({dim}).elementwise_affine(false).eps(1e-6));
-}
+// The DiT's LayerNorms (no affine parameters: adaLN supplies shift and scale).
+constexpr double kNormEps = 1e-6;
 
 // [B, N, 3D] -> q, k, v each [B, heads, N, D/heads].
 std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> split_heads(const torch::Tensor& qkv,
@@ -169,10 +166,6 @@ JointBlockImpl::JointBlockImpl(int64_t dim, int64_t heads, int64_t mlp_ratio) : 
   mod_c_ = register_module("mod_c", torch::nn::Linear(dim, 6 * dim));
   zero_linear(mod_x_);  // adaLN-Zero: every block starts as the identity
   zero_linear(mod_c_);
-  norm_x1_ = register_module("norm_x1", plain_norm(dim));
-  norm_x2_ = register_module("norm_x2", plain_norm(dim));
-  norm_c1_ = register_module("norm_c1", plain_norm(dim));
-  norm_c2_ = register_module("norm_c2", plain_norm(dim));
   qkv_x_ = register_module("qkv_x", torch::nn::Linear(dim, 3 * dim));
   qkv_c_ = register_module("qkv_c", torch::nn::Linear(dim, 3 * dim));
   proj_x_ = register_module("proj_x", torch::nn::Linear(dim, dim));
@@ -189,18 +182,20 @@ std::pair<torch::Tensor, torch::Tensor> JointBlockImpl::forward(const torch::Ten
   auto act = F::silu(c);
   auto mx = invariant_linear(mod_x_, act).chunk(6, -1);
   auto mc = invariant_linear(mod_c_, act).chunk(6, -1);
-  auto [qx, kx, vx] = split_heads(invariant_linear(qkv_x_, modulate(norm_x1_(x), mx[0], mx[1])), heads_);
-  auto [qc, kc, vc] = split_heads(invariant_linear(qkv_c_, modulate(norm_c1_(ctx), mc[0], mc[1])), heads_);
+  // LayerNorm + adaLN modulation and the gated residual adds are the fused
+  // kernels (kernels/ops.h): the CPU reference here, CUDA on a GPU.
+  auto [qx, kx, vx] = split_heads(invariant_linear(qkv_x_, kernels::adaln_modulate(x, mx[0], mx[1], kNormEps)), heads_);
+  auto [qc, kc, vc] = split_heads(invariant_linear(qkv_c_, kernels::adaln_modulate(ctx, mc[0], mc[1], kNormEps)), heads_);
   // Joint attention: text first, then image, as SD3 and Qwen-Image order them.
   auto out = merge_heads(attention(torch::cat({qc, qx}, 2), torch::cat({kc, kx}, 2),
                                    torch::cat({vc, vx}, 2), key_mask));
   auto L = ctx.size(1);
   auto out_c = out.index({Slice(), Slice(0, L)});
   auto out_x = out.index({Slice(), Slice(L, torch::indexing::None)});
-  auto x1 = x + mx[2].unsqueeze(1) * invariant_linear(proj_x_, out_x);
-  auto c1 = ctx + mc[2].unsqueeze(1) * invariant_linear(proj_c_, out_c);
-  x1 = x1 + mx[5].unsqueeze(1) * mlp_x_(modulate(norm_x2_(x1), mx[3], mx[4]));
-  c1 = c1 + mc[5].unsqueeze(1) * mlp_c_(modulate(norm_c2_(c1), mc[3], mc[4]));
+  auto x1 = kernels::gated_residual(x, mx[2], invariant_linear(proj_x_, out_x));
+  auto c1 = kernels::gated_residual(ctx, mc[2], invariant_linear(proj_c_, out_c));
+  x1 = kernels::gated_residual(x1, mx[5], mlp_x_(kernels::adaln_modulate(x1, mx[3], mx[4], kNormEps)));
+  c1 = kernels::gated_residual(c1, mc[5], mlp_c_(kernels::adaln_modulate(c1, mc[3], mc[4], kNormEps)));
   return {x1, c1};
 }
 
@@ -222,7 +217,6 @@ DiTImpl::DiTImpl(DiTConfig cfg) : cfg_(std::move(cfg)) {
   init_linear(text_proj_);
   blocks_ = register_module("blocks", torch::nn::ModuleList());
   for (int64_t i = 0; i < cfg_.depth; ++i) blocks_->push_back(JointBlock(D, cfg_.heads, cfg_.mlp_ratio));
-  final_norm_ = register_module("final_norm", plain_norm(D));
   final_mod_ = register_module("final_mod", torch::nn::Linear(D, 2 * D));
   final_out_ = register_module("final_out", torch::nn::Linear(D, cfg_.patch * cfg_.patch * cfg_.channels));
   zero_linear(final_mod_);
@@ -272,7 +266,7 @@ torch::Tensor DiTImpl::forward(const torch::Tensor& x, const torch::Tensor& s, c
     ctx = hc;
   }
   auto mod = invariant_linear(final_mod_, F::silu(c)).chunk(2, -1);
-  return unpatchify(invariant_linear(final_out_, modulate(final_norm_(h), mod[0], mod[1])));
+  return unpatchify(invariant_linear(final_out_, kernels::adaln_modulate(h, mod[0], mod[1], kNormEps)));
 }
 
 int64_t DiTImpl::parameter_count() const {

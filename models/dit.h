@@ -79,7 +79,6 @@ class JointBlockImpl : public torch::nn::Module {
  private:
   int64_t heads_;
   torch::nn::Linear mod_x_{nullptr}, mod_c_{nullptr};  // c -> 6D, zero-initialised
-  torch::nn::LayerNorm norm_x1_{nullptr}, norm_x2_{nullptr}, norm_c1_{nullptr}, norm_c2_{nullptr};
   torch::nn::Linear qkv_x_{nullptr}, qkv_c_{nullptr}, proj_x_{nullptr}, proj_c_{nullptr};
   Mlp mlp_x_{nullptr}, mlp_c_{nullptr};
 };
@@ -108,7 +107,6 @@ class DiTImpl : public torch::nn::Module {
   TextEncoder text_{nullptr};
   torch::nn::Linear text_pool_{nullptr}, text_proj_{nullptr};
   torch::nn::ModuleList blocks_;
-  torch::nn::LayerNorm final_norm_{nullptr};
   torch::nn::Linear final_mod_{nullptr}, final_out_{nullptr};
 };
 TORCH_MODULE(DiT);

@@ -3,6 +3,8 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "kernels/sde_step.h"
+
 namespace spotlight::models {
 
 std::vector<double> shifted_sigmas(int steps, double shift) {
@@ -35,20 +37,15 @@ torch::Tensor flow_matching_loss(const torch::Tensor& v_pred, const torch::Tenso
 
 SdeStep sde_mean(const torch::Tensor& x, const torch::Tensor& v, double s, double s_next,
                  double sigma_max, double noise_level) {
-  if (!(s_next < s) || s <= 0 || s > 1)
-    throw std::invalid_argument("sde_mean: needs 0 <= s_next < s <= 1");
-  const double dt = s_next - s;
+  // The fused kernel's coefficients (fp32, rounded once), so that this
+  // differentiable composition and the rollouts' fused step agree bit for bit
+  // on the mean: the GRPO ratio of an on-policy sample is then 1.
+  const auto c = kernels::sde_coefficients(s, s_next, sigma_max, noise_level);
   const auto xf = x.to(torch::kFloat32), vf = v.to(torch::kFloat32);
   SdeStep out;
-  if (noise_level == 0) {  // the Euler ODE step, exactly
-    out.mean = xf + vf * dt;
-    return out;
-  }
-  const double s_div = (s == 1.0) ? sigma_max : s;  // avoid 1 - s = 0 at pure noise
-  const double std = noise_level * std::sqrt(s / (1.0 - s_div));
-  out.std = std;
-  out.std_dt = std * std::sqrt(-dt);
-  out.mean = xf * (1.0 + std * std * dt / (2.0 * s)) + vf * ((1.0 + std * std * (1.0 - s) / (2.0 * s)) * dt);
+  out.mean = xf * c.x_coef + vf * c.v_coef;  // x * 1 is exact: the ODE step is x + v dt
+  out.std = c.std;
+  out.std_dt = c.std_dt;
   return out;
 }
 

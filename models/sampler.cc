@@ -2,20 +2,8 @@
 
 #include <stdexcept>
 
-#include "kernels/philox.h"
 
 namespace spotlight::models {
-
-torch::Tensor seed_noise(const std::vector<uint64_t>& seeds, uint32_t stream,
-                         torch::IntArrayRef sample_shape) {
-  std::vector<int64_t> shape{int64_t(seeds.size())};
-  shape.insert(shape.end(), sample_shape.begin(), sample_shape.end());
-  auto out = torch::empty(shape, torch::kFloat32);
-  const int64_t per = seeds.empty() ? 0 : out.numel() / int64_t(seeds.size());
-  float* p = out.data_ptr<float>();
-  for (size_t b = 0; b < seeds.size(); ++b) kernels::seed_noise(seeds[b], stream, 0, per, p + b * per);
-  return out;
-}
 
 void SamplerOptions::validate() const {
   if (steps < 1) throw std::invalid_argument("sampler: steps must be >= 1");
@@ -25,8 +13,8 @@ void SamplerOptions::validate() const {
     throw std::invalid_argument("sampler: the SDE window must lie inside [0, steps]");
 }
 
-torch::Tensor initial_latent(const DiTConfig& cfg, const std::vector<uint64_t>& seeds) {
-  return seed_noise(seeds, kInitialNoiseStream, {cfg.channels, cfg.image_size, cfg.image_size});
+torch::Tensor initial_latent(const DiTConfig& cfg, const std::vector<uint64_t>& seeds, torch::Device device) {
+  return seed_noise(seeds, kInitialNoiseStream, {cfg.channels, cfg.image_size, cfg.image_size}, device);
 }
 
 torch::Tensor denoise_step(DiT& model, const torch::Tensor& x, const torch::Tensor& tokens,
@@ -35,12 +23,14 @@ torch::Tensor denoise_step(DiT& model, const torch::Tensor& x, const torch::Tens
   const double s = sigmas.at(step), s_next = sigmas.at(step + 1);
   auto v = model->forward(x, torch::full({x.size(0)}, s, x.options()), tokens);
   const bool sde = opts.is_sde(step);
-  auto st = sde_mean(x, v, s, s_next, sigmas.at(1), sde ? opts.noise_level : 0.0);
-  if (!sde) return st.mean;
-  auto noise = seed_noise(seeds, step_noise_stream(step), x.sizes().slice(1)).to(x.device());
-  auto x_next = sde_sample(st, noise);
-  if (log_prob) *log_prob = step_log_prob(x_next, st.mean, st.std_dt);
-  return x_next;
+  // One fused pass (kernels/sde_step.h): the same mean and x_next bits as
+  // sde_mean + sde_sample, and the log-prob accumulated in double.
+  const auto c = kernels::sde_coefficients(s, s_next, sigmas.at(1), sde ? opts.noise_level : 0.0);
+  torch::Tensor noise;
+  if (sde) noise = seed_noise(seeds, step_noise_stream(step), x.sizes().slice(1), x.device());
+  auto r = kernels::sde_step(x, v, noise, c, /*want_mean=*/false, /*want_log_prob=*/sde && log_prob);
+  if (sde && log_prob) *log_prob = r.log_prob;
+  return r.x_next;
 }
 
 Rollout sample(DiT& model, const torch::Tensor& tokens, const std::vector<uint64_t>& seeds,
@@ -51,7 +41,7 @@ Rollout sample(DiT& model, const torch::Tensor& tokens, const std::vector<uint64
   torch::NoGradGuard no_grad;
   Rollout r;
   r.sigmas = shifted_sigmas(opts.steps, opts.shift);
-  auto x = initial_latent(model->config(), seeds).to(tokens.device());
+  auto x = initial_latent(model->config(), seeds, tokens.device());
   if (opts.record) r.latents.push_back(x);
   std::vector<torch::Tensor> lps;
   for (int i = 0; i < opts.steps; ++i) {

@@ -10,6 +10,7 @@
 
 #include "models/dit.h"
 #include "models/flow.h"
+#include "kernels/ops.h"
 
 namespace spotlight::models {
 
@@ -17,9 +18,9 @@ namespace spotlight::models {
 constexpr uint32_t kInitialNoiseStream = 0;
 inline uint32_t step_noise_stream(int step) { return uint32_t(step) + 1; }
 
-// Standard-normal noise [B, sample_shape...], sample b keyed by seeds[b].
-torch::Tensor seed_noise(const std::vector<uint64_t>& seeds, uint32_t stream,
-                         torch::IntArrayRef sample_shape);
+// Standard-normal noise [B, sample_shape...], sample b keyed by seeds[b], the
+// same bits on every device (kernels/ops.h).
+using kernels::seed_noise;
 
 struct SamplerOptions {
   int steps = 10;
@@ -52,7 +53,8 @@ torch::Tensor denoise_step(DiT& model, const torch::Tensor& x, const torch::Tens
                            int step, const SamplerOptions& opts, torch::Tensor* log_prob = nullptr);
 
 // The initial latent x_0 = noise of stream 0.
-torch::Tensor initial_latent(const DiTConfig& cfg, const std::vector<uint64_t>& seeds);
+torch::Tensor initial_latent(const DiTConfig& cfg, const std::vector<uint64_t>& seeds,
+                             torch::Device device = torch::kCPU);
 
 // A whole rollout without gradients. tokens: [B, L]; seeds: B values.
 Rollout sample(DiT& model, const torch::Tensor& tokens, const std::vector<uint64_t>& seeds,

@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <chrono>
 #include <iostream>
 #include <random>
@@ -36,6 +37,7 @@ int main(int argc, char** argv) {
   CLI::App app{"spotlight-train: GRPO post-training of a DiT on mini-GenEval"};
   std::string checkpoint, out = "grpo.pt", device = "cpu";
   int prompts_per_iter = 8, group = 8, iterations = 1000000, eval_every = 10, rank_every = 0, threads = 2;
+  int train_steps = 0;  // 0: every SDE step of the window
   double minutes = 30, lr = 2e-4;
   bool per_group_std = false;
   uint64_t seed = 1;
@@ -52,6 +54,9 @@ int main(int argc, char** argv) {
   app.add_option("--noise-level", sampler.noise_level, "Flow-GRPO's SDE noise level a")->check(CLI::PositiveNumber);
   app.add_option("--sde-begin", sampler.sde_begin, "first stochastic (trained) step");
   app.add_option("--sde-end", sampler.sde_end, "end of the stochastic window (-1: steps - 1)");
+  app.add_option("--train-steps", train_steps,
+                 "train on this many SDE steps per iteration, drawn at random from the window (0: all)")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--lr", lr, "AdamW learning rate")->check(CLI::PositiveNumber);
   app.add_option("--clip", grpo.clip_range, "PPO clip range of the per-step ratio")->check(CLI::PositiveNumber);
   app.add_option("--beta", grpo.beta, "KL weight to the pre-trained reference")->check(CLI::NonNegativeNumber);
@@ -122,8 +127,17 @@ int main(int argc, char** argv) {
       const auto u0 = Clock::now();
       opt.zero_grad();
       models::GrpoStepStats sum, st;
-      const auto n_steps = roll.sde_steps.size();
-      for (size_t k = 0; k < n_steps; ++k) {
+      // The trained steps: all of the window, or a random subset of it (the
+      // update costs a forward and backward pass per trained step; the
+      // rollout's other steps are free once sampled).
+      std::vector<size_t> trained(roll.sde_steps.size());
+      for (size_t k = 0; k < trained.size(); ++k) trained[k] = k;
+      if (train_steps > 0 && size_t(train_steps) < trained.size()) {
+        std::shuffle(trained.begin(), trained.end(), seed_gen);
+        trained.resize(size_t(train_steps));
+      }
+      const auto n_steps = trained.size();
+      for (size_t k : trained) {
         auto loss = models::grpo_step_loss(model, ref ? &ref : nullptr, tokens, roll, k, adv, sampler, grpo, &st);
         (loss / double(n_steps)).backward();
         sum.policy_loss += st.policy_loss / n_steps;

@@ -1,0 +1,44 @@
+// The fused kernels on LibTorch tensors. Each call dispatches on the tensor's
+// device: the CPU reference (split over LibTorch's threads) on the CPU, the
+// CUDA kernel on a GPU (when built with CUDA and LibTorch has CUDA), so the
+// models call one function wherever they run.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "kernels/sde_step.h"
+
+namespace spotlight::kernels {
+
+// True when the CUDA kernels were compiled in and LibTorch can run them.
+bool cuda_kernels_available();
+
+// [seeds.size(), sample_shape...] standard normals; row b is
+// seed_noise(seeds[b], stream, 0..), the same bits on every device.
+torch::Tensor seed_noise(const std::vector<uint64_t>& seeds, uint32_t stream, torch::IntArrayRef sample_shape,
+                         torch::Device device = torch::kCPU);
+
+struct SdeStepResult {
+  torch::Tensor x_next;    // fp32, x's shape
+  torch::Tensor mean;      // fp32, x's shape (undefined unless asked for)
+  torch::Tensor log_prob;  // fp32 [batch] (undefined for an ODE step or unless asked for)
+};
+
+// One fused SDE (or, with c.std_dt = 0, ODE) step for a batch: x and v are
+// fp32 or bf16 [batch, ...]; noise fp32 of x's shape (undefined for an ODE
+// step). Not differentiable: rollouts run without autograd.
+SdeStepResult sde_step(const torch::Tensor& x, const torch::Tensor& v, const torch::Tensor& noise,
+                       const SdeCoefficients& c, bool want_mean = false, bool want_log_prob = true);
+
+// LN(x) * (1 + scale) + shift for x [B, N, C], shift and scale [B, C]; fp32 or
+// bf16. Differentiable (a fused forward and a composed backward).
+torch::Tensor adaln_modulate(const torch::Tensor& x, const torch::Tensor& shift, const torch::Tensor& scale,
+                             double eps = 1e-6);
+
+// residual + gate * y for residual and y [B, N, C], gate [B, C]. Differentiable.
+torch::Tensor gated_residual(const torch::Tensor& residual, const torch::Tensor& gate, const torch::Tensor& y);
+
+}  // namespace spotlight::kernels
