@@ -178,7 +178,8 @@ JointBlockImpl::JointBlockImpl(int64_t dim, int64_t heads, int64_t mlp_ratio) : 
 std::pair<torch::Tensor, torch::Tensor> JointBlockImpl::forward(const torch::Tensor& x,
                                                                 const torch::Tensor& ctx,
                                                                 const torch::Tensor& c,
-                                                                const torch::Tensor& key_mask) {
+                                                                const torch::Tensor& key_mask,
+                                                                const SequenceParallel* sp) {
   auto act = F::silu(c);
   auto mx = invariant_linear(mod_x_, act).chunk(6, -1);
   auto mc = invariant_linear(mod_c_, act).chunk(6, -1);
@@ -187,11 +188,18 @@ std::pair<torch::Tensor, torch::Tensor> JointBlockImpl::forward(const torch::Ten
   auto [qx, kx, vx] = split_heads(invariant_linear(qkv_x_, kernels::adaln_modulate(x, mx[0], mx[1], kNormEps)), heads_);
   auto [qc, kc, vc] = split_heads(invariant_linear(qkv_c_, kernels::adaln_modulate(ctx, mc[0], mc[1], kNormEps)), heads_);
   // Joint attention: text first, then image, as SD3 and Qwen-Image order them.
-  auto out = merge_heads(attention(torch::cat({qc, qx}, 2), torch::cat({kc, kx}, 2),
-                                   torch::cat({vc, vx}, 2), key_mask));
-  auto L = ctx.size(1);
-  auto out_c = out.index({Slice(), Slice(0, L)});
-  auto out_x = out.index({Slice(), Slice(L, torch::indexing::None)});
+  torch::Tensor out_c, out_x;
+  if (sp) {
+    auto [oc, ox] = ulysses_joint_attention(qc, kc, vc, qx, kx, vx, key_mask, *sp->comm);
+    out_c = merge_heads(oc);
+    out_x = merge_heads(ox);
+  } else {
+    auto out = merge_heads(attention(torch::cat({qc, qx}, 2), torch::cat({kc, kx}, 2),
+                                     torch::cat({vc, vx}, 2), key_mask));
+    auto L = ctx.size(1);
+    out_c = out.index({Slice(), Slice(0, L)});
+    out_x = out.index({Slice(), Slice(L, torch::indexing::None)});
+  }
   auto x1 = kernels::gated_residual(x, mx[2], invariant_linear(proj_x_, out_x));
   auto c1 = kernels::gated_residual(ctx, mc[2], invariant_linear(proj_c_, out_c));
   x1 = kernels::gated_residual(x1, mx[5], mlp_x_(kernels::adaln_modulate(x1, mx[3], mx[4], kNormEps)));
@@ -243,7 +251,8 @@ torch::Tensor DiTImpl::timestep_embedding(const torch::Tensor& s) const {
   return torch::cat({torch::cos(args), torch::sin(args)}, 1);
 }
 
-torch::Tensor DiTImpl::forward(const torch::Tensor& x, const torch::Tensor& s, const torch::Tensor& tokens) {
+torch::Tensor DiTImpl::forward(const torch::Tensor& x, const torch::Tensor& s, const torch::Tensor& tokens,
+                               const SequenceParallel* sp) {
   TORCH_CHECK(x.dim() == 4 && x.size(1) == cfg_.channels && x.size(2) == cfg_.image_size &&
                   x.size(3) == cfg_.image_size,
               "DiT expects [B, ", cfg_.channels, ", ", cfg_.image_size, ", ", cfg_.image_size, "] images, got ",
@@ -260,13 +269,21 @@ torch::Tensor DiTImpl::forward(const torch::Tensor& x, const torch::Tensor& s, c
   auto h = invariant_linear(patch_embed_, patchify(x)) + pos_;
   // Image tokens are never masked: the joint mask is [text padding, zeros].
   auto joint_mask = torch::cat({text_mask, torch::zeros({x.size(0), 1, 1, h.size(1)}, text_mask.options())}, 3);
+  if (sp) {  // this rank's contiguous block of image tokens
+    TORCH_CHECK(h.size(1) % sp->degree() == 0 && cfg_.heads % sp->degree() == 0, "sequence parallel degree ",
+                sp->degree(), " must divide the ", h.size(1), " image tokens and the ", cfg_.heads, " heads");
+    const auto n = h.size(1) / sp->degree();
+    h = h.narrow(1, sp->rank() * n, n);
+  }
   for (auto& m : *blocks_) {
-    auto [hx, hc] = m->as<JointBlock>()->forward(h, ctx, c, joint_mask);
+    auto [hx, hc] = m->as<JointBlock>()->forward(h, ctx, c, joint_mask, sp);
     h = hx;
     ctx = hc;
   }
   auto mod = invariant_linear(final_mod_, F::silu(c)).chunk(2, -1);
-  return unpatchify(invariant_linear(final_out_, kernels::adaln_modulate(h, mod[0], mod[1], kNormEps)));
+  auto patches = invariant_linear(final_out_, kernels::adaln_modulate(h, mod[0], mod[1], kNormEps));
+  if (sp) patches = gather_tokens(patches, *sp->comm);
+  return unpatchify(patches);
 }
 
 int64_t DiTImpl::parameter_count() const {

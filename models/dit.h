@@ -7,6 +7,8 @@
 
 #include <string>
 
+#include "models/ulysses.h"
+
 namespace spotlight::models {
 
 struct DiTConfig {
@@ -72,9 +74,10 @@ class JointBlockImpl : public torch::nn::Module {
  public:
   JointBlockImpl(int64_t dim, int64_t heads, int64_t mlp_ratio);
   // x: image tokens [B, N, D]; ctx: text tokens [B, L, D]; c: conditioning [B, D].
+  // With sp, x holds this rank's N/d image tokens (models/ulysses.h).
   std::pair<torch::Tensor, torch::Tensor> forward(const torch::Tensor& x, const torch::Tensor& ctx,
-                                                  const torch::Tensor& c,
-                                                  const torch::Tensor& key_mask);
+                                                  const torch::Tensor& c, const torch::Tensor& key_mask,
+                                                  const SequenceParallel* sp = nullptr);
 
  private:
   int64_t heads_;
@@ -89,8 +92,11 @@ class DiTImpl : public torch::nn::Module {
   explicit DiTImpl(DiTConfig cfg);
 
   // x: [B, C, H, W] at noise level s: [B] in [0, 1]; tokens: [B, L].
-  // Returns the predicted velocity, [B, C, H, W].
-  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& s, const torch::Tensor& tokens);
+  // Returns the predicted velocity, [B, C, H, W]. With sp, the ranks of a
+  // sequence-parallel group each run the blocks on N/d of the image tokens
+  // (inference only) and all return the whole velocity.
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& s, const torch::Tensor& tokens,
+                        const SequenceParallel* sp = nullptr);
 
   const DiTConfig& config() const { return cfg_; }
   int64_t parameter_count() const;

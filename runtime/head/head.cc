@@ -11,6 +11,9 @@ namespace spotlight::head {
 
 namespace {
 constexpr int kMaxFramesPerTurn = 4096;
+// The rendezvous KV's limits: keys are short names, waits are bounded.
+constexpr size_t kMaxKvKey = 4096;
+constexpr int64_t kMaxKvWaitMs = 600000;
 constexpr size_t kBatchBytes = 1u << 20;  // split result/task batches at about 1 MiB
 
 bool valid_market(const std::string& m, bool allow_any) {
@@ -80,6 +83,7 @@ void Head::turn() {
     handle(*m);
   }
   if (!grace_over_ && now_ >= grace_until_) end_grace();
+  expire_kv_waiters();
   place();
   dispatch();
   // Leases and placements may leave before the commit: they acknowledge
@@ -173,6 +177,12 @@ void Head::handle(transport::RoutedMessage& m) {
         if (require(node)) on_commits(*node, env.body<wire::Commits>());
         break;
       case MsgType::kDrain: on_drain(peer, node, env.body<wire::Drain>(), rid); break;
+      case MsgType::kKvSet: {  // no hello needed: SP members rendezvous from any process
+        auto s = env.body<wire::KvSet>();
+        on_kv_set(peer, s, rid);
+        break;
+      }
+      case MsgType::kKvGet: on_kv_get(peer, env.body<wire::KvGet>(), rid); break;
       case MsgType::kError: {
         auto e = env.body<wire::Error>();
         spdlog::warn("peer reports error {}: {}", e.code, e.message);
@@ -583,6 +593,53 @@ void Head::on_stop(const std::string& peer, uint64_t rid) {
   to_callers_[peer].frames.push_back(wire::encode_empty(wire::MsgType::kOk, rid));
   stopping_ = true;
   stop_deadline_ = now_ + std::chrono::seconds(2);
+}
+
+// KV replies leave with the node-bound frames, before the commit: the KV is
+// not journaled, so there is nothing to wait for.
+void Head::on_kv_set(const std::string& peer, wire::KvSet& s, uint64_t rid) {
+  if (s.key.empty() || s.key.size() > kMaxKvKey) {
+    reply_error(peer, wire::ErrorCode::kBadRequest,
+                "a KV key must have 1 to " + std::to_string(kMaxKvKey) + " bytes", rid);
+    return;
+  }
+  count("kv_sets");
+  auto [first, last] = kv_waiters_.equal_range(s.key);
+  for (auto it = first; it != last; ++it)
+    to_nodes_[it->second.peer].frames.push_back(wire::encode(wire::KvValue{true, s.value}, it->second.rid));
+  kv_waiters_.erase(first, last);
+  kv_[s.key] = std::move(s.value);
+  to_nodes_[peer].frames.push_back(wire::encode_empty(wire::MsgType::kOk, rid));
+}
+
+void Head::on_kv_get(const std::string& peer, const wire::KvGet& g, uint64_t rid) {
+  if (g.key.empty() || g.key.size() > kMaxKvKey || g.wait_ms < 0 || g.wait_ms > kMaxKvWaitMs) {
+    reply_error(peer, wire::ErrorCode::kBadRequest,
+                "a KV get needs a key of 1 to " + std::to_string(kMaxKvKey) + " bytes and a wait of 0 to " +
+                    std::to_string(kMaxKvWaitMs) + " ms",
+                rid);
+    return;
+  }
+  count("kv_gets");
+  auto it = kv_.find(g.key);
+  if (it != kv_.end()) {
+    to_nodes_[peer].frames.push_back(wire::encode(wire::KvValue{true, it->second}, rid));
+  } else if (g.wait_ms == 0) {
+    to_nodes_[peer].frames.push_back(wire::encode(wire::KvValue{false, {}}, rid));
+  } else {
+    kv_waiters_.emplace(g.key, KvWaiter{peer, rid, now_ + std::chrono::milliseconds(g.wait_ms)});
+  }
+}
+
+void Head::expire_kv_waiters() {
+  for (auto it = kv_waiters_.begin(); it != kv_waiters_.end();) {
+    if (it->second.deadline > now_) {
+      ++it;
+      continue;
+    }
+    to_nodes_[it->second.peer].frames.push_back(wire::encode(wire::KvValue{false, {}}, it->second.rid));
+    it = kv_waiters_.erase(it);
+  }
 }
 
 void Head::place() {

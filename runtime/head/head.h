@@ -75,6 +75,9 @@ class Head {
   void move_actor(Actor& a);
   void hand_back(std::vector<Task*>& tasks);
   void on_stop(const std::string& peer, uint64_t rid);
+  void on_kv_set(const std::string& peer, wire::KvSet& s, uint64_t rid);
+  void on_kv_get(const std::string& peer, const wire::KvGet& g, uint64_t rid);
+  void expire_kv_waiters();
   ClusterStatus status() const;
 
   void place();
@@ -111,6 +114,14 @@ class Head {
   State state_;
   Journal journal_;
   std::map<std::string, Outbox> to_nodes_;    // may leave before the commit: no acknowledgement
+  // The rendezvous KV (not journaled) and the gets waiting for a key.
+  struct KvWaiter {
+    std::string peer;
+    uint64_t rid;
+    transport::Clock::time_point deadline;
+  };
+  std::map<std::string, std::string> kv_;
+  std::multimap<std::string, KvWaiter> kv_waiters_;
   std::map<std::string, Outbox> to_callers_;  // leave only after the commit
   std::unordered_map<std::string, std::string> client_by_peer_;
   std::map<std::string, uint64_t> counters_;

@@ -37,6 +37,9 @@ enum class MsgType : uint16_t {
   kStop = 42,
   kShutdown = 43,
   kOk = 44,
+  kKvSet = 50,
+  kKvGet = 51,
+  kKvValue = 52,
 };
 
 const char* to_string(MsgType t);
@@ -234,6 +237,28 @@ struct Empty {
   MSGPACK_DEFINE()
 };
 
+// The head's key-value store, where the members of an SP group rendezvous.
+// In memory: a restarted head starts empty (groups re-form with a new epoch,
+// whose keys are new). Set answers Ok; Get answers KvValue, at once or, with
+// wait_ms > 0, when the key is set or the wait ends (found = false).
+struct KvSet {
+  std::string key;
+  std::string value;
+  MSGPACK_DEFINE(key, value)
+};
+
+struct KvGet {
+  std::string key;
+  int64_t wait_ms = 0;
+  MSGPACK_DEFINE(key, wait_ms)
+};
+
+struct KvValue {
+  bool found = false;
+  std::string value;
+  MSGPACK_DEFINE(found, value)
+};
+
 // Message type of each body, for encode<T>().
 template <class T>
 struct type_of;
@@ -260,6 +285,9 @@ SPOTLIGHT_WIRE_TYPE_(Done, kDone)
 SPOTLIGHT_WIRE_TYPE_(Commits, kCommits)
 SPOTLIGHT_WIRE_TYPE_(Drain, kDrain)
 SPOTLIGHT_WIRE_TYPE_(ClusterStatus, kStatus)
+SPOTLIGHT_WIRE_TYPE_(KvSet, kKvSet)
+SPOTLIGHT_WIRE_TYPE_(KvGet, kKvGet)
+SPOTLIGHT_WIRE_TYPE_(KvValue, kKvValue)
 #undef SPOTLIGHT_WIRE_TYPE_
 
 }  // namespace spotlight::wire
