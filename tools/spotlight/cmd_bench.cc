@@ -1,11 +1,14 @@
 // `spotlight bench`: runtime microbenchmarks under Ray's metric names, with the
 // raw ZeroMQ ceiling on loopback measured in the same run.
+#include <unistd.h>
+
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <thread>
 #include <zmq.hpp>
 
+#include "common/process.h"
 #include "spotlight/spotlight.h"
 #include "tools/spotlight/bench_actors.h"
 #include "tools/spotlight/commands.h"
@@ -111,7 +114,23 @@ void add_bench(CLI::App& app) {
   cmd->add_flag("--json", *json, "End with one JSON line of the five figures");
   cmd->add_option("--sync-calls", *sync_calls, "Calls in the synchronous runs")->check(CLI::Range(100, 100000000));
   cmd->add_option("--async-calls", *async_calls, "Calls in the pipelined runs")->check(CLI::Range(100, 100000000));
+  // `spotlight bench sp`: SP re-formation against a restart. The DiT needs
+  // LibTorch, which this binary does not link: run spotlight-sp-bench, built
+  // beside it, with the remaining arguments.
+  CLI::App* sp = cmd->add_subcommand("sp", "SP group re-formation after a kill, against a restart (DiT, Gloo)");
+  sp->allow_extras();
+  sp->prefix_command();
+  sp->callback([sp] {
+    std::vector<std::string> args{common::self_dir() + "/spotlight-sp-bench"};
+    for (const auto& a : sp->remaining()) args.push_back(a);
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    ::execv(argv[0], argv.data());
+    throw CLI::RuntimeError("cannot run " + args[0] + " (built with the models; is it there?)", 1);
+  });
   cmd->callback([=] {
+    if (sp->parsed()) return;
     nlohmann::json out;
     auto report = [&](const char* name, double v, const char* unit, double ceiling = 0) {
       out[name] = std::round(v);

@@ -1,0 +1,293 @@
+// spotlight-sp-bench (run as `spotlight bench sp`): how fast a sequence-
+// parallel group of the DiT re-forms after a member is killed, phase by
+// phase, against restarting the group, measured in one run.
+//
+// One `spotlight head` serves the rendezvous KV. For each degree d, d member
+// processes load the shipped checkpoint, form epoch 1 and run SP forward
+// steps in a loop; one standby process (no weights) waits. The bench kills
+// member 1 with SIGKILL and announces the new membership (the survivors and
+// the standby) in the head's KV, standing in for the head's SP-group manager,
+// which is not built yet. Each member stamps CLOCK_MONOTONIC (one clock for
+// every process of this machine) as it passes each phase:
+//   detection      the survivor's collective fails (the killed peer's sockets close)
+//   agreement      it reads the new membership from the head's KV
+//   communicator   the Gloo communicator of epoch 2 is built
+//   weights        the standby has the weights, broadcast from a survivor
+//   first step     the first SP forward of epoch 2 is done
+// Then the restart baseline: stop every member, start d new processes that
+// load the checkpoint from its file, build a communicator and run one step.
+#include <CLI/CLI.hpp>
+#include <signal.h>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <sstream>
+
+#include "common/process.h"
+#include "models/checkpoint.h"
+#include "models/dit.h"
+#include "spotlight/collective.h"
+#include "spotlight/head_kv.h"
+#include "spotlight/spotlight.h"
+#include "tools/common/omp_env.h"
+
+using namespace spotlight;
+using namespace std::chrono_literals;
+
+namespace {
+
+int64_t mono_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return int64_t(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+std::string key(const std::string& run, const std::string& what) { return "spbench/" + run + "/" + what; }
+
+std::vector<int> parse_ints(const std::string& s) {
+  std::vector<int> v;
+  std::stringstream ss(s);
+  for (std::string item; std::getline(ss, item, ',');) v.push_back(std::stoi(item));
+  return v;
+}
+
+// A fixed batch every member steps on: 2 images of the tiny model.
+struct Batch {
+  torch::Tensor x, s, tokens;
+};
+Batch fixed_batch(const models::DiTConfig& cfg) {
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(7);
+  return {torch::randn({2, cfg.channels, cfg.image_size, cfg.image_size}, gen), torch::tensor({0.8f, 0.3f}),
+          torch::randint(2, 20, {2, cfg.text_len}, gen, torch::kInt64)};
+}
+
+void sp_step(models::DiT& model, collective::Communicator& comm, const Batch& b) {
+  torch::NoGradGuard no_grad;
+  models::SequenceParallel sp{&comm};
+  model->forward(b.x, b.s, b.tokens, &sp);
+}
+
+// Every parameter and buffer, in order, as one flat float buffer: what a
+// sibling copies to a member that has no weights.
+torch::Tensor flat_weights(models::DiT& model) {
+  std::vector<torch::Tensor> parts;
+  for (auto& p : model->parameters()) parts.push_back(p.detach().reshape({-1}));
+  return torch::cat(parts);
+}
+
+void load_flat_weights(models::DiT& model, const torch::Tensor& flat) {
+  torch::NoGradGuard no_grad;
+  int64_t off = 0;
+  for (auto& p : model->parameters()) {
+    p.copy_(flat.narrow(0, off, p.numel()).view(p.sizes()));
+    off += p.numel();
+  }
+}
+
+struct MemberArgs {
+  std::string head, run, checkpoint;
+  int slot = 0, degree = 2;
+  bool standby = false, restart = false;
+};
+
+int member_main(const MemberArgs& a) {
+  at::set_num_threads(1);
+  auto kv = head_kv(a.head);
+  collective::GlooOptions go;
+  go.timeout = 20s;
+  if (a.restart) {  // the baseline: a fresh process, weights from the file
+    const int64_t t0 = mono_ns();
+    auto model = models::load_checkpoint(a.checkpoint).model;
+    auto comm = collective::make_gloo_communicator(*kv, a.run + "-restart", 1, a.slot, a.degree, go);
+    sp_step(model, *comm, fixed_batch(model->config()));
+    kv->set(key(a.run, "restart-done/" + std::to_string(a.slot)), std::to_string(t0) + " " + std::to_string(mono_ns()));
+    return 0;
+  }
+  models::DiT model = a.standby ? models::DiT(models::dit_config("tiny")) : models::load_checkpoint(a.checkpoint).model;
+  const auto batch = fixed_batch(model->config());
+  int64_t t_error = 0;
+  if (!a.standby) {
+    auto comm = collective::make_gloo_communicator(*kv, a.run, 1, a.slot, a.degree, go);
+    sp_step(model, *comm, batch);
+    kv->set(key(a.run, "ready/" + std::to_string(a.slot)), "1");
+    try {
+      for (;;) sp_step(model, *comm, batch);
+    } catch (const std::exception&) {  // CollectiveError, or LibTorch's wrapping of it
+      t_error = mono_ns();
+    }
+  } else {
+    // A standby slot is a live process (an explorer between rollouts): its
+    // LibTorch is warm, only the weights of this group are missing.
+    torch::NoGradGuard no_grad;
+    model->forward(batch.x, batch.s, batch.tokens);
+    kv->set(key(a.run, "ready/standby"), "1");
+  }
+  // The new membership: slots in rank order, from the head's KV.
+  auto members = kv->wait(key(a.run, "epoch/2"), 60s);
+  if (!members) return 2;
+  const int64_t t_members = mono_ns();
+  const auto slots = parse_ints(*members);
+  const int me = a.standby ? -1 : a.slot;
+  const int rank = int(std::find(slots.begin(), slots.end(), me) - slots.begin());
+  auto comm = collective::make_gloo_communicator(*kv, a.run, 2, rank, int(slots.size()), go);
+  const int64_t t_comm = mono_ns();
+  auto flat = flat_weights(model).contiguous();
+  comm->broadcast(flat.data_ptr(), size_t(flat.numel()) * sizeof(float), 0);  // rank 0 is a survivor
+  if (a.standby) load_flat_weights(model, flat);
+  const int64_t t_weights = mono_ns();
+  sp_step(model, *comm, batch);
+  const int64_t t_step = mono_ns();
+  std::ostringstream ts;
+  ts << t_error << " " << t_members << " " << t_comm << " " << t_weights << " " << t_step;
+  kv->set(key(a.run, "reformed/" + std::to_string(rank)), ts.str());
+  kv->wait(key(a.run, "exit"), 60s);
+  return 0;
+}
+
+struct Trial {
+  int degree = 0;
+  double detect_ms = 0, agree_ms = 0, comm_ms = 0, weights_ms = 0, step_ms = 0, reform_ms = 0, restart_ms = 0;
+};
+
+Trial run_trial(const std::string& self, const std::string& head, const std::string& checkpoint, int d,
+                const std::string& logdir) {
+  const std::string run = "d" + std::to_string(d) + "-" + std::to_string(::getpid());
+  auto kv = head_kv(head);
+  auto member_argv = [&](int slot, const char* extra) {
+    std::vector<std::string> argv{self, "--member", "--head", head, "--run", run, "--slot", std::to_string(slot),
+                                  "--degree", std::to_string(d), "--checkpoint", checkpoint};
+    if (extra) argv.push_back(extra);
+    return argv;
+  };
+  std::vector<pid_t> pids;
+  for (int s = 0; s < d; ++s) pids.push_back(common::spawn(member_argv(s, nullptr), logdir + "/member.log"));
+  const pid_t standby = common::spawn(member_argv(d, "--standby"), logdir + "/member.log");
+  for (int s = 0; s < d; ++s)
+    if (!kv->wait(key(run, "ready/" + std::to_string(s)), 120s)) throw std::runtime_error("a member did not start");
+  if (!kv->wait(key(run, "ready/standby"), 120s)) throw std::runtime_error("the standby did not start");
+
+  // Kill member 1; announce survivors + standby (slot -1) in rank order.
+  const int victim = 1;
+  const int64_t t_kill = mono_ns();
+  common::signal_process(pids[victim], SIGKILL);
+  std::string members;
+  for (int s = 0; s < d; ++s)
+    if (s != victim) members += std::to_string(s) + ",";
+  members += "-1";
+  kv->set(key(run, "epoch/2"), members);
+
+  std::vector<std::vector<int64_t>> stamps;
+  for (int r = 0; r < d; ++r) {
+    auto v = kv->wait(key(run, "reformed/" + std::to_string(r)), 120s);
+    if (!v) throw std::runtime_error("the group did not re-form");
+    std::istringstream in(*v);
+    std::vector<int64_t> t(5);
+    for (auto& x : t) in >> x;
+    stamps.push_back(t);
+  }
+  auto latest = [&](int i) {
+    int64_t m = 0;
+    for (auto& t : stamps) m = std::max(m, t[i]);
+    return m;
+  };
+  const double ms = 1e-6;
+  Trial tr;
+  tr.degree = d;
+  tr.detect_ms = (latest(0) - t_kill) * ms;
+  tr.agree_ms = (latest(1) - latest(0)) * ms;
+  tr.comm_ms = (latest(2) - latest(1)) * ms;
+  tr.weights_ms = (latest(3) - latest(2)) * ms;
+  tr.step_ms = (latest(4) - latest(3)) * ms;
+  tr.reform_ms = (latest(4) - latest(0)) * ms;
+  kv->set(key(run, "exit"), "1");
+  for (pid_t p : pids) common::wait_exit(p, 10s);
+  common::wait_exit(standby, 10s);
+
+  // Restart baseline: the group is gone; start d fresh processes.
+  const int64_t t0 = mono_ns();
+  std::vector<pid_t> fresh;
+  for (int s = 0; s < d; ++s) fresh.push_back(common::spawn(member_argv(s, "--restart"), logdir + "/member.log"));
+  int64_t done = 0;
+  for (int s = 0; s < d; ++s) {
+    auto v = kv->wait(key(run, "restart-done/" + std::to_string(s)), 120s);
+    if (!v) throw std::runtime_error("the restarted group did not run");
+    std::istringstream in(*v);
+    int64_t a = 0, b = 0;
+    in >> a >> b;
+    done = std::max(done, b);
+  }
+  tr.restart_ms = (done - t0) * ms;
+  for (pid_t p : fresh) common::wait_exit(p, 10s);
+  return tr;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  spotlight::tools::ensure_passive_omp(argv);
+  CLI::App app{"spotlight-sp-bench: SP group re-formation after a kill, against a restart"};
+  MemberArgs m;
+  bool member = false, json = false;
+  std::string degrees = "2,4";
+  m.checkpoint = common::self_dir() + "/../../models/checkpoints/tiny.pt";
+  app.add_option("--degrees", degrees, "SP degrees to measure, comma-separated");
+  app.add_option("--checkpoint", m.checkpoint, "the DiT every member loads");
+  app.add_flag("--json", json, "end with one JSON line: reform_ms_dN and restart_ms_dN");
+  // Member processes (started by the bench itself).
+  app.add_flag("--member", member)->group("");
+  app.add_option("--head", m.head)->group("");
+  app.add_option("--run", m.run)->group("");
+  app.add_option("--slot", m.slot)->group("");
+  app.add_option("--degree", m.degree)->group("");
+  app.add_flag("--standby", m.standby)->group("");
+  app.add_flag("--restart", m.restart)->group("");
+  CLI11_PARSE(app, argc, argv);
+  try {
+    if (member) return member_main(m);
+    if (!std::filesystem::exists(m.checkpoint)) throw std::runtime_error("no checkpoint at " + m.checkpoint);
+    const auto ds = parse_ints(degrees);
+    for (int d : ds)
+      if (d < 2 || 4 % d != 0) throw std::invalid_argument("--degrees: each must be 2 or 4 (the tiny DiT has 4 heads)");
+    char tmpl[] = "/tmp/spotlight-spbench-XXXXXX";
+    if (!mkdtemp(tmpl)) throw std::runtime_error("mkdtemp failed");
+    const std::string dir = tmpl;
+    const pid_t head = common::spawn({common::find_spotlight_bin(), "head", "--port", "0", "--bind", "127.0.0.1",
+                                      "--store", dir + "/head.db", "--port-file", dir + "/port"},
+                                     dir + "/head.log");
+    const std::string port = common::wait_for_file(dir + "/port", 10s);
+    if (port.empty()) throw std::runtime_error("the head did not start (log: " + dir + "/head.log)");
+    const std::string address = "127.0.0.1:" + port;
+    const std::string self = common::self_dir() + "/spotlight-sp-bench";
+    std::vector<Trial> trials;
+    for (int d : ds) {
+      std::cerr << "sp-bench: degree " << d << " ..." << std::endl;
+      trials.push_back(run_trial(self, address, std::filesystem::absolute(m.checkpoint).string(), d, dir));
+    }
+    stop_cluster(address);
+    common::wait_exit(head, 10s);
+    std::printf("\n| d | detection ms | agreement ms | communicator ms | weight copy ms | first step ms | "
+                "re-formation ms (excl. detection) | restart ms | restart / re-formation |\n");
+    std::printf("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+    std::ostringstream js;
+    js << "{";
+    for (size_t i = 0; i < trials.size(); ++i) {
+      const auto& t = trials[i];
+      std::printf("| %d | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1fx |\n", t.degree, t.detect_ms, t.agree_ms,
+                  t.comm_ms, t.weights_ms, t.step_ms, t.reform_ms, t.restart_ms, t.restart_ms / t.reform_ms);
+      js << (i ? "," : "") << "\"reform_ms_d" << t.degree << "\":" << t.reform_ms << ",\"restart_ms_d" << t.degree
+         << "\":" << t.restart_ms;
+    }
+    js << "}";
+    if (json) std::cout << js.str() << std::endl;
+    std::filesystem::remove_all(dir);
+  } catch (const std::exception& e) {
+    std::cerr << "spotlight-sp-bench: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}
