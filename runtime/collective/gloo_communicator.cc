@@ -12,6 +12,7 @@
 #include <gloo/transport/tcp/device.h>
 
 #include <csignal>
+#include <map>
 #include <vector>
 
 #include "spotlight/collective.h"
@@ -19,8 +20,9 @@
 namespace spotlight::collective {
 namespace {
 
-// Gloo's Store on top of ours. Gloo calls get() only after wait() said the
-// keys exist, but a get() that waits too costs nothing.
+// Gloo's Store on top of ours. Gloo waits for keys and then gets them: the
+// values a wait fetched are kept, so each key costs one request to the KV
+// (keys are written once per epoch, so a kept value never goes stale).
 class GlooStore : public gloo::rendezvous::Store {
  public:
   GlooStore(KvStore& kv, std::chrono::milliseconds timeout) : kv_(kv), timeout_(timeout) {}
@@ -28,19 +30,26 @@ class GlooStore : public gloo::rendezvous::Store {
     kv_.set(key, std::string(data.begin(), data.end()));
   }
   std::vector<char> get(const std::string& key) override {
-    auto v = kv_.wait(key, timeout_);
-    if (!v) throw CollectiveError("rendezvous: no value for " + key + " within the timeout");
-    return {v->begin(), v->end()};
+    const auto& v = fetch(key, timeout_);
+    return {v.begin(), v.end()};
   }
   void wait(const std::vector<std::string>& keys) override { wait(keys, timeout_); }
   void wait(const std::vector<std::string>& keys, const std::chrono::milliseconds& timeout) override {
-    for (const auto& k : keys)
-      if (!kv_.wait(k, timeout)) throw CollectiveError("rendezvous: " + k + " was not set within the timeout");
+    for (const auto& k : keys) fetch(k, timeout);
   }
 
  private:
+  const std::string& fetch(const std::string& key, std::chrono::milliseconds timeout) {
+    auto it = seen_.find(key);
+    if (it != seen_.end()) return it->second;
+    auto v = kv_.wait(key, timeout);
+    if (!v) throw CollectiveError("rendezvous: " + key + " was not set within the timeout");
+    return seen_.emplace(key, std::move(*v)).first->second;
+  }
+
   KvStore& kv_;
   std::chrono::milliseconds timeout_;
+  std::map<std::string, std::string> seen_;
 };
 
 template <class T>

@@ -114,7 +114,15 @@ int member_main(const MemberArgs& a) {
   if (!a.standby) {
     auto comm = collective::make_gloo_communicator(*kv, a.run, 1, a.slot, a.degree, go);
     sp_step(model, *comm, batch);
-    kv->set(key(a.run, "ready/" + std::to_string(a.slot)), "1");
+    // The first few steps, timed: what a warm step costs at this degree.
+    std::vector<int64_t> steps;
+    for (int i = 0; i < 5; ++i) {
+      const int64_t t0 = mono_ns();
+      sp_step(model, *comm, batch);
+      steps.push_back(mono_ns() - t0);
+    }
+    std::sort(steps.begin(), steps.end());
+    kv->set(key(a.run, "ready/" + std::to_string(a.slot)), std::to_string(steps[steps.size() / 2]));
     try {
       for (;;) sp_step(model, *comm, batch);
     } catch (const std::exception&) {  // CollectiveError, or LibTorch's wrapping of it
@@ -152,6 +160,7 @@ int member_main(const MemberArgs& a) {
 struct Trial {
   int degree = 0;
   double detect_ms = 0, agree_ms = 0, comm_ms = 0, weights_ms = 0, step_ms = 0, reform_ms = 0, restart_ms = 0;
+  double warm_step_ms = 0;  // an ordinary step of the group before the kill (median of 5, slowest member)
 };
 
 Trial run_trial(const std::string& self, const std::string& head, const std::string& checkpoint, int d,
@@ -167,8 +176,12 @@ Trial run_trial(const std::string& self, const std::string& head, const std::str
   std::vector<pid_t> pids;
   for (int s = 0; s < d; ++s) pids.push_back(common::spawn(member_argv(s, nullptr), logdir + "/member.log"));
   const pid_t standby = common::spawn(member_argv(d, "--standby"), logdir + "/member.log");
-  for (int s = 0; s < d; ++s)
-    if (!kv->wait(key(run, "ready/" + std::to_string(s)), 120s)) throw std::runtime_error("a member did not start");
+  int64_t warm_step_ns = 0;
+  for (int s = 0; s < d; ++s) {
+    auto v = kv->wait(key(run, "ready/" + std::to_string(s)), 120s);
+    if (!v) throw std::runtime_error("a member did not start");
+    warm_step_ns = std::max(warm_step_ns, int64_t(std::stoll(*v)));
+  }
   if (!kv->wait(key(run, "ready/standby"), 120s)) throw std::runtime_error("the standby did not start");
 
   // Kill member 1; announce survivors + standby (slot -1) in rank order.
@@ -204,6 +217,7 @@ Trial run_trial(const std::string& self, const std::string& head, const std::str
   tr.weights_ms = (latest(3) - latest(2)) * ms;
   tr.step_ms = (latest(4) - latest(3)) * ms;
   tr.reform_ms = (latest(4) - latest(0)) * ms;
+  tr.warm_step_ms = warm_step_ns * ms;
   kv->set(key(run, "exit"), "1");
   for (pid_t p : pids) common::wait_exit(p, 10s);
   common::wait_exit(standby, 10s);
@@ -271,14 +285,15 @@ int main(int argc, char** argv) {
     stop_cluster(address);
     common::wait_exit(head, 10s);
     std::printf("\n| d | detection ms | agreement ms | communicator ms | weight copy ms | first step ms | "
-                "re-formation ms (excl. detection) | restart ms | restart / re-formation |\n");
-    std::printf("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+                "re-formation ms (excl. detection) | restart ms | restart / re-formation | warm step ms |\n");
+    std::printf("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
     std::ostringstream js;
     js << "{";
     for (size_t i = 0; i < trials.size(); ++i) {
       const auto& t = trials[i];
-      std::printf("| %d | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1fx |\n", t.degree, t.detect_ms, t.agree_ms,
-                  t.comm_ms, t.weights_ms, t.step_ms, t.reform_ms, t.restart_ms, t.restart_ms / t.reform_ms);
+      std::printf("| %d | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1fx | %.1f |\n", t.degree, t.detect_ms,
+                  t.agree_ms, t.comm_ms, t.weights_ms, t.step_ms, t.reform_ms, t.restart_ms, t.restart_ms / t.reform_ms,
+                  t.warm_step_ms);
       js << (i ? "," : "") << "\"reform_ms_d" << t.degree << "\":" << t.reform_ms << ",\"restart_ms_d" << t.degree
          << "\":" << t.restart_ms;
     }
