@@ -169,15 +169,6 @@ class GlooCommunicator : public Communicator {
 
 }  // namespace
 
-size_t size_of(DataType t) {
-  switch (t) {
-    case DataType::kFloat32: return 4;
-    case DataType::kFloat64: return 8;
-    case DataType::kInt64: return 8;
-  }
-  return 0;
-}
-
 std::unique_ptr<Communicator> make_gloo_communicator(KvStore& store, const std::string& group, uint64_t epoch,
                                                      int rank, int size, const GlooOptions& options) {
   if (size < 1 || rank < 0 || rank >= size)

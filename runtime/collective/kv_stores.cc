@@ -1,6 +1,6 @@
-// The two KvStores for tests and thread groups: one in memory, one in a
-// directory (a file per key, published by rename so a reader never sees half
-// a value).
+// What every backend shares: the two KvStores for tests and thread groups
+// (one in memory, one in a directory: a file per key, published by rename so
+// a reader never sees half a value), and size_of.
 #include <unistd.h>
 
 #include <cctype>
@@ -87,6 +87,15 @@ class FileKv : public KvStore {
 };
 
 }  // namespace
+
+size_t size_of(DataType t) {
+  switch (t) {
+    case DataType::kFloat32: return 4;
+    case DataType::kFloat64: return 8;
+    case DataType::kInt64: return 8;
+  }
+  return 0;
+}
 
 std::shared_ptr<KvStore> make_memory_kv() { return std::make_shared<MemoryKv>(); }
 std::shared_ptr<KvStore> make_file_kv(const std::string& directory) { return std::make_shared<FileKv>(directory); }
