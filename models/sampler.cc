@@ -19,9 +19,10 @@ torch::Tensor initial_latent(const DiTConfig& cfg, const std::vector<uint64_t>& 
 
 torch::Tensor denoise_step(DiT& model, const torch::Tensor& x, const torch::Tensor& tokens,
                            const std::vector<uint64_t>& seeds, const std::vector<double>& sigmas,
-                           int step, const SamplerOptions& opts, torch::Tensor* log_prob) {
+                           int step, const SamplerOptions& opts, torch::Tensor* log_prob,
+                           const SequenceParallel* sp) {
   const double s = sigmas.at(step), s_next = sigmas.at(step + 1);
-  auto v = model->forward(x, torch::full({x.size(0)}, s, x.options()), tokens);
+  auto v = model->forward(x, torch::full({x.size(0)}, s, x.options()), tokens, sp);
   const bool sde = opts.is_sde(step);
   // One fused pass (kernels/sde_step.h): the same mean and x_next bits as
   // sde_mean + sde_sample, and the log-prob accumulated in double.

@@ -50,7 +50,8 @@ struct Rollout {
 // step's per-sample log-prob (SDE steps only).
 torch::Tensor denoise_step(DiT& model, const torch::Tensor& x, const torch::Tensor& tokens,
                            const std::vector<uint64_t>& seeds, const std::vector<double>& sigmas,
-                           int step, const SamplerOptions& opts, torch::Tensor* log_prob = nullptr);
+                           int step, const SamplerOptions& opts, torch::Tensor* log_prob = nullptr,
+                           const SequenceParallel* sp = nullptr);
 
 // The initial latent x_0 = noise of stream 0.
 torch::Tensor initial_latent(const DiTConfig& cfg, const std::vector<uint64_t>& seeds,

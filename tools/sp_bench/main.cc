@@ -22,6 +22,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <iostream>
@@ -31,6 +32,7 @@
 #include "common/process.h"
 #include "models/checkpoint.h"
 #include "models/dit.h"
+#include "models/sampler.h"
 #include "spotlight/collective.h"
 #include "spotlight/head_kv.h"
 #include "spotlight/spotlight.h"
@@ -92,10 +94,91 @@ void load_flat_weights(models::DiT& model, const torch::Tensor& flat) {
 struct MemberArgs {
   std::string head, run, checkpoint;
   int slot = 0, degree = 2;
-  bool standby = false, restart = false;
+  bool standby = false, restart = false, rollout = false;
 };
 
+std::string to_bytes(const torch::Tensor& t) {
+  auto c = t.to(torch::kFloat32).contiguous();
+  return std::string(static_cast<const char*>(c.data_ptr()), size_t(c.numel()) * sizeof(float));
+}
+
+torch::Tensor from_bytes(const std::string& b, torch::IntArrayRef shape) {
+  auto t = torch::empty(shape, torch::kFloat32);
+  if (size_t(t.numel()) * sizeof(float) != b.size()) throw std::runtime_error("a latent of the wrong size");
+  std::memcpy(t.data_ptr(), b.data(), b.size());
+  return t;
+}
+
+// A seeded SP rollout (10 SDE steps) that commits its latent after every
+// step: rank 0 writes latent/<i> and then last = i to the head's KV. Killed
+// mid-rollout, the survivors and the standby re-form and resume after the
+// last committed step; the final image must equal an undisturbed run's.
+int rollout_member(const MemberArgs& a) {
+  at::set_num_threads(1);
+  auto kv = head_kv(a.head);
+  collective::GlooOptions go;
+  go.timeout = 20s;
+  models::DiT model = a.standby ? models::DiT(models::dit_config("tiny")) : models::load_checkpoint(a.checkpoint).model;
+  const auto& cfg = model->config();
+  const auto batch = fixed_batch(cfg);
+  const std::vector<uint64_t> seeds{101, 202};
+  models::SamplerOptions opts;
+  const auto sigmas = models::shifted_sigmas(opts.steps, opts.shift);
+  torch::NoGradGuard no_grad;
+  auto run_steps = [&](collective::Communicator& comm, torch::Tensor x, int from) {
+    models::SequenceParallel sp{&comm};
+    for (int i = from; i < opts.steps; ++i) {
+      x = models::denoise_step(model, x, batch.tokens, seeds, sigmas, i, opts, nullptr, &sp);
+      if (comm.rank() == 0) {
+        kv->set(key(a.run, "latent/" + std::to_string(i)), to_bytes(x));
+        kv->set(key(a.run, "last"), std::to_string(i));
+      }
+    }
+    if (comm.rank() == 0) kv->set(key(a.run, "final"), to_bytes(x));
+    return x;
+  };
+  if (!a.standby) {
+    auto comm = collective::make_gloo_communicator(*kv, a.run, 1, a.slot, a.degree, go);
+    try {
+      run_steps(*comm, models::initial_latent(cfg, seeds), 0);
+      kv->wait(key(a.run, "exit"), 120s);
+      return 0;
+    } catch (const std::exception&) {  // the group broke: re-form below
+    }
+  } else {
+    model->forward(batch.x, batch.s, batch.tokens);  // a warm process
+    kv->set(key(a.run, "ready/standby"), "1");
+  }
+  auto members = kv->wait(key(a.run, "epoch/2"), 120s);
+  if (!members) return 2;
+  const auto slots = parse_ints(*members);
+  const int me = a.standby ? -1 : a.slot;
+  const int rank = int(std::find(slots.begin(), slots.end(), me) - slots.begin());
+  auto comm = collective::make_gloo_communicator(*kv, a.run, 2, rank, int(slots.size()), go);
+  auto flat = flat_weights(model).contiguous();
+  comm->broadcast(flat.data_ptr(), size_t(flat.numel()) * sizeof(float), 0);
+  if (a.standby) load_flat_weights(model, flat);
+  // The new rank 0 (the old one: slot 0 survives) has stopped writing: it
+  // decides the resume point and sends it with the latent to everyone.
+  auto x = models::initial_latent(cfg, seeds);
+  int64_t last = -1;
+  if (rank == 0) {
+    if (auto l = kv->wait(key(a.run, "last"), 0ms)) {
+      last = std::stoll(*l);
+      x = from_bytes(*kv->wait(key(a.run, "latent/" + *l), 10s), x.sizes());
+    }
+  }
+  comm->broadcast(&last, sizeof last, 0);
+  x = x.contiguous();
+  comm->broadcast(x.data_ptr(), size_t(x.numel()) * sizeof(float), 0);
+  if (rank == 0) kv->set(key(a.run, "resumed_from"), std::to_string(last + 1));
+  run_steps(*comm, x, int(last + 1));
+  kv->wait(key(a.run, "exit"), 120s);
+  return 0;
+}
+
 int member_main(const MemberArgs& a) {
+  if (a.rollout) return rollout_member(a);
   at::set_num_threads(1);
   auto kv = head_kv(a.head);
   collective::GlooOptions go;
@@ -240,6 +323,50 @@ Trial run_trial(const std::string& self, const std::string& head, const std::str
   return tr;
 }
 
+// The rollout check at degree d: an undisturbed SP rollout, then the same
+// seeds with member 1 killed after step 3 is committed. Returns true when the
+// final images are bit-identical.
+bool rollout_trial(const std::string& self, const std::string& head, const std::string& checkpoint, int d,
+                   const std::string& logdir) {
+  auto kv = head_kv(head);
+  auto launch = [&](const std::string& run, int slot, bool standby) {
+    std::vector<std::string> argv{self, "--member", "--rollout", "--head", head, "--run", run, "--slot",
+                                  std::to_string(slot), "--degree", std::to_string(d), "--checkpoint", checkpoint};
+    if (standby) argv.push_back("--standby");
+    return common::spawn(argv, logdir + "/member.log");
+  };
+  auto finish = [&](const std::string& run, std::vector<pid_t>& pids) {
+    auto img = kv->wait(key(run, "final"), 120s);
+    kv->set(key(run, "exit"), "1");
+    for (pid_t p : pids) common::wait_exit(p, 10s);
+    if (!img) throw std::runtime_error("rollout " + run + " did not finish");
+    return *img;
+  };
+  const std::string base = "rollout-d" + std::to_string(d) + "-" + std::to_string(::getpid());
+  std::vector<pid_t> ref_pids;
+  for (int s = 0; s < d; ++s) ref_pids.push_back(launch(base + "-ref", s, false));
+  const std::string reference = finish(base + "-ref", ref_pids);
+
+  const std::string run = base + "-kill";
+  std::vector<pid_t> pids;
+  for (int s = 0; s < d; ++s) pids.push_back(launch(run, s, false));
+  pids.push_back(launch(run, d, true));
+  if (!kv->wait(key(run, "ready/standby"), 120s) || !kv->wait(key(run, "latent/3"), 120s))
+    throw std::runtime_error("the rollout did not reach step 3");
+  common::signal_process(pids[1], SIGKILL);
+  std::string members;
+  for (int s = 0; s < d; ++s)
+    if (s != 1) members += std::to_string(s) + ",";
+  kv->set(key(run, "epoch/2"), members + "-1");
+  const std::string resumed = finish(run, pids);
+  const auto from = kv->wait(key(run, "resumed_from"), 0ms);
+  const bool same = resumed == reference;
+  std::printf("rollout at d = %d: member 1 killed after step 3 was committed; the re-formed group resumed at step %s; "
+              "final image identical to the undisturbed run: %s\n",
+              d, from ? from->c_str() : "?", same ? "yes" : "NO");
+  return same;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -252,6 +379,9 @@ int main(int argc, char** argv) {
   app.add_option("--degrees", degrees, "SP degrees to measure, comma-separated");
   app.add_option("--checkpoint", m.checkpoint, "the DiT every member loads");
   app.add_flag("--json", json, "end with one JSON line: reform_ms_dN and restart_ms_dN");
+  bool rollout = false;
+  app.add_flag("--rollout", rollout,
+               "instead: kill a member mid-rollout and check that the re-formed group finishes the same image");
   // Member processes (started by the bench itself).
   app.add_flag("--member", member)->group("");
   app.add_option("--head", m.head)->group("");
@@ -262,6 +392,7 @@ int main(int argc, char** argv) {
   app.add_flag("--restart", m.restart)->group("");
   CLI11_PARSE(app, argc, argv);
   try {
+    m.rollout = rollout;
     if (member) return member_main(m);
     if (!std::filesystem::exists(m.checkpoint)) throw std::runtime_error("no checkpoint at " + m.checkpoint);
     const auto ds = parse_ints(degrees);
@@ -277,6 +408,14 @@ int main(int argc, char** argv) {
     if (port.empty()) throw std::runtime_error("the head did not start (log: " + dir + "/head.log)");
     const std::string address = "127.0.0.1:" + port;
     const std::string self = common::self_dir() + "/spotlight-sp-bench";
+    if (rollout) {
+      bool all = true;
+      for (int d : ds) all = rollout_trial(self, address, std::filesystem::absolute(m.checkpoint).string(), d, dir) && all;
+      stop_cluster(address);
+      common::wait_exit(head, 10s);
+      std::filesystem::remove_all(dir);
+      return all ? 0 : 1;
+    }
     std::vector<Trial> trials;
     for (int d : ds) {
       std::cerr << "sp-bench: degree " << d << " ..." << std::endl;
