@@ -38,6 +38,7 @@ int main(int argc, char** argv) {
   std::string checkpoint, out = "grpo.pt", device = "cpu";
   int prompts_per_iter = 8, group = 8, iterations = 1000000, eval_every = 10, rank_every = 0, threads = 2;
   int train_steps = 0;  // 0: every SDE step of the window
+  std::string reward_name = "geneval";
   double minutes = 30, lr = 2e-4;
   bool per_group_std = false;
   uint64_t seed = 1;
@@ -57,6 +58,10 @@ int main(int argc, char** argv) {
   app.add_option("--train-steps", train_steps,
                  "train on this many SDE steps per iteration, drawn at random from the window (0: all)")
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--reward", reward_name,
+                 "geneval (mini-GenEval), or brightness (the image's mean value: a dense reward that checks the "
+                 "GRPO machinery learns at all)")
+      ->check(CLI::IsMember({"geneval", "brightness"}));
   app.add_option("--lr", lr, "AdamW learning rate")->check(CLI::PositiveNumber);
   app.add_option("--clip", grpo.clip_range, "PPO clip range of the per-step ratio")->check(CLI::PositiveNumber);
   app.add_option("--beta", grpo.beta, "KL weight to the pre-trained reference")->check(CLI::NonNegativeNumber);
@@ -120,7 +125,9 @@ int main(int argc, char** argv) {
       auto tokens = models::encode_prompts(prompts, text_len).to(dev);
       const auto r0 = Clock::now();
       auto roll = models::sample(model, tokens, seeds, sampler);
-      auto rewards = models::rewards_tensor(models::score_batch(prompts, roll.images));
+      auto rewards = reward_name == "brightness"
+                         ? roll.images.to(torch::kFloat32).flatten(1).mean(1).cpu()
+                         : models::rewards_tensor(models::score_batch(prompts, roll.images));
       const double rollout_s = std::chrono::duration<double>(Clock::now() - r0).count();
       auto adv = models::group_advantages(rewards, group, !per_group_std);
 
