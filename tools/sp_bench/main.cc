@@ -16,6 +16,10 @@
 //   first step     the first SP forward of epoch 2 is done
 // Then the restart baseline: stop every member, start d new processes that
 // load the checkpoint from its file, build a communicator and run one step.
+//
+// With --rollout it checks correctness instead: a seeded SP rollout killed
+// after step 3 resumes in the re-formed group and must finish with the same
+// bits as an undisturbed run of the same seeds.
 #include <CLI/CLI.hpp>
 #include <signal.h>
 #include <torch/torch.h>
