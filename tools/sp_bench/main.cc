@@ -101,6 +101,24 @@ struct MemberArgs {
   bool standby = false, restart = false, rollout = false;
 };
 
+// Joins epoch 2 from the announced membership ("slot,slot,...,-1": slots in
+// rank order, -1 the standby).
+std::unique_ptr<collective::Communicator> join_epoch_two(collective::KvStore& kv, const MemberArgs& a,
+                                                         const std::string& members,
+                                                         const collective::GlooOptions& go) {
+  const auto slots = parse_ints(members);
+  const int me = a.standby ? -1 : a.slot;
+  const int rank = int(std::find(slots.begin(), slots.end(), me) - slots.begin());
+  return collective::make_gloo_communicator(kv, a.run, 2, rank, int(slots.size()), go);
+}
+
+// Rank 0 (a survivor) broadcasts its weights; a member without them loads them.
+void share_weights(collective::Communicator& comm, models::DiT& model, bool receive) {
+  auto flat = flat_weights(model).contiguous();
+  comm.broadcast(flat.data_ptr(), size_t(flat.numel()) * sizeof(float), 0);
+  if (receive) load_flat_weights(model, flat);
+}
+
 std::string to_bytes(const torch::Tensor& t) {
   auto c = t.to(torch::kFloat32).contiguous();
   return std::string(static_cast<const char*>(c.data_ptr()), size_t(c.numel()) * sizeof(float));
@@ -155,18 +173,13 @@ int rollout_member(const MemberArgs& a) {
   }
   auto members = kv->wait(key(a.run, "epoch/2"), 120s);
   if (!members) return 2;
-  const auto slots = parse_ints(*members);
-  const int me = a.standby ? -1 : a.slot;
-  const int rank = int(std::find(slots.begin(), slots.end(), me) - slots.begin());
-  auto comm = collective::make_gloo_communicator(*kv, a.run, 2, rank, int(slots.size()), go);
-  auto flat = flat_weights(model).contiguous();
-  comm->broadcast(flat.data_ptr(), size_t(flat.numel()) * sizeof(float), 0);
-  if (a.standby) load_flat_weights(model, flat);
+  auto comm = join_epoch_two(*kv, a, *members, go);
+  share_weights(*comm, model, a.standby);
   // The new rank 0 (the old one: slot 0 survives) has stopped writing: it
   // decides the resume point and sends it with the latent to everyone.
   auto x = models::initial_latent(cfg, seeds);
   int64_t last = -1;
-  if (rank == 0) {
+  if (comm->rank() == 0) {
     if (auto l = kv->wait(key(a.run, "last"), 0ms)) {
       last = std::stoll(*l);
       x = from_bytes(*kv->wait(key(a.run, "latent/" + *l), 10s), x.sizes());
@@ -175,7 +188,7 @@ int rollout_member(const MemberArgs& a) {
   comm->broadcast(&last, sizeof last, 0);
   x = x.contiguous();
   comm->broadcast(x.data_ptr(), size_t(x.numel()) * sizeof(float), 0);
-  if (rank == 0) kv->set(key(a.run, "resumed_from"), std::to_string(last + 1));
+  if (comm->rank() == 0) kv->set(key(a.run, "resumed_from"), std::to_string(last + 1));
   run_steps(*comm, x, int(last + 1));
   kv->wait(key(a.run, "exit"), 120s);
   return 0;
@@ -226,20 +239,15 @@ int member_main(const MemberArgs& a) {
   auto members = kv->wait(key(a.run, "epoch/2"), 60s);
   if (!members) return 2;
   const int64_t t_members = mono_ns();
-  const auto slots = parse_ints(*members);
-  const int me = a.standby ? -1 : a.slot;
-  const int rank = int(std::find(slots.begin(), slots.end(), me) - slots.begin());
-  auto comm = collective::make_gloo_communicator(*kv, a.run, 2, rank, int(slots.size()), go);
+  auto comm = join_epoch_two(*kv, a, *members, go);
   const int64_t t_comm = mono_ns();
-  auto flat = flat_weights(model).contiguous();
-  comm->broadcast(flat.data_ptr(), size_t(flat.numel()) * sizeof(float), 0);  // rank 0 is a survivor
-  if (a.standby) load_flat_weights(model, flat);
+  share_weights(*comm, model, a.standby);
   const int64_t t_weights = mono_ns();
   sp_step(model, *comm, batch);
   const int64_t t_step = mono_ns();
   std::ostringstream ts;
   ts << t_error << " " << t_members << " " << t_comm << " " << t_weights << " " << t_step;
-  kv->set(key(a.run, "reformed/" + std::to_string(rank)), ts.str());
+  kv->set(key(a.run, "reformed/" + std::to_string(comm->rank())), ts.str());
   kv->wait(key(a.run, "exit"), 60s);
   return 0;
 }
