@@ -307,7 +307,8 @@ Runtime connect(const std::string& address, ConnectOptions options) {
 }
 
 void Runtime::create_pool(const std::string& name, const std::string& type, const Placement& where) {
-  wire::CreatePool c{name, type, where.market, where.size, where.slots_per_actor, where.prefetch};
+  wire::CreatePool c{name, type, where.market, where.size, where.slots_per_actor, where.prefetch,
+                     where.sp_degree};
   client_->request(wire::MsgType::kCreatePool, pack(c), std::chrono::seconds(30));
 }
 

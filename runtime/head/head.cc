@@ -30,6 +30,7 @@ Head::Head(HeadOptions options) : opt_(std::move(options)) {
   // Epochs carry the boot in their high bits: a lease of this boot can never
   // be mistaken for one of an earlier boot, compacted or not.
   state_.next_epoch = std::max(state_.next_epoch, boot_ << 32);
+  next_sp_epoch_ = boot_ << 32;  // SP groups are not durable: a new boot numbers formations afresh
   for (const auto& [id, a] : state_.actors) grace_over_ &= a.rec.incarnation == 0;
   for (const auto& [id, t] : state_.tasks) grace_over_ &= t.state != TaskState::kLeased;
   grace_until_ = transport::Clock::now() + std::max(opt_.liveness * 3, std::chrono::milliseconds(2000));
@@ -85,6 +86,7 @@ void Head::turn() {
   if (!grace_over_ && now_ >= grace_until_) end_grace();
   expire_kv_waiters();
   place();
+  form_groups();
   dispatch();
   // Leases and placements may leave before the commit: they acknowledge
   // nothing to a caller, and a completion is only taken against a committed
@@ -183,6 +185,9 @@ void Head::handle(transport::RoutedMessage& m) {
         break;
       }
       case MsgType::kKvGet: on_kv_get(peer, env.body<wire::KvGet>(), rid); break;
+      case MsgType::kProbe:  // a node answers: its actors may join SP groups again
+        if (node && node->probe == rid) node->probe = 0;
+        break;
       case MsgType::kError: {
         auto e = env.body<wire::Error>();
         spdlog::warn("peer reports error {}: {}", e.code, e.message);
@@ -286,13 +291,20 @@ void Head::on_create_pool(const std::string& peer, const wire::CreatePool& c, ui
   if (c.size < 1 || c.size > 100000 || c.slots_per_actor < 1 || c.prefetch < 1) {
     return fail("size, slots per actor and prefetch must be positive");
   }
+  if (c.sp_degree < 1 || c.sp_degree > c.size) {
+    return fail("the SP degree must be between 1 and the pool's size (" + std::to_string(c.size) + "), not " +
+                std::to_string(c.sp_degree));
+  }
   auto it = state_.pools.find(c.name);
   if (it != state_.pools.end()) {
     if (it->second.rec.type != c.type) {
       return fail("'" + c.name + "' already exists with actor type " + it->second.rec.type);
     }
+    if (it->second.rec.sp_degree != c.sp_degree) {
+      return fail("'" + c.name + "' already exists with SP degree " + std::to_string(it->second.rec.sp_degree));
+    }
   } else {
-    store::PoolRecord rec{c.name, c.type, c.market, c.size, c.slots_per_actor, c.prefetch};
+    store::PoolRecord rec{c.name, c.type, c.market, c.size, c.slots_per_actor, c.prefetch, c.sp_degree};
     record(EventKind::kPool, rec);
     state_.apply_pool(rec);
     for (int i = 0; i < c.size; ++i) {
@@ -405,7 +417,9 @@ void Head::on_placed(Node& n, const wire::Placed& p) {
 
 void Head::on_done(Node& n, wire::Done& d) {
   std::vector<Task*> handed_back;
+  std::vector<std::pair<Pool*, uint64_t>> broken;  // SP groups whose task was handed back
   for (auto& c : d.done) {
+    if (on_member_done(c)) continue;
     auto it = state_.tasks.find(c.id);
     if (it == state_.tasks.end() || it->second.state != TaskState::kLeased ||
         it->second.epoch != c.epoch || it->second.actor != c.actor_id) {
@@ -436,6 +450,14 @@ void Head::on_done(Node& n, wire::Done& d) {
     }
     Pool& pool = state_.pools[t.mailbox];
     if (pool.leased > 0) pool.leased -= 1;
+    if (ait != state_.actors.end() && pool.rec.sp_degree > 1) {
+      auto git = pool.groups.find(ait->second.group);
+      if (git != pool.groups.end() && git->second.task == c.id && git->second.lease == c.epoch) {
+        git->second.task = 0;  // free for the next task
+        // A yield or a failed collective: a member is going or gone.
+        if (handed) broken.emplace_back(&pool, git->first);
+      }
+    }
     if (handed) {
       handed_back.push_back(&t);
       continue;
@@ -448,6 +470,7 @@ void Head::on_done(Node& n, wire::Done& d) {
     queue_result(t);
   }
   hand_back(handed_back);
+  for (auto [pool, group] : broken) break_group(*pool, group, "its task was handed back");
 }
 
 void Head::hand_back(std::vector<Task*>& tasks) {
@@ -672,11 +695,11 @@ void Head::place() {
   }
 }
 
-void Head::lease(Pool& pool, Actor& a, Node& n) {
+Task* Head::lease(Pool& pool, Actor& a, Node& n, const SpGroupState* group) {
   uint64_t id = pool.queue.front();
   pool.queue.pop_front();
   auto it = state_.tasks.find(id);
-  if (it == state_.tasks.end() || it->second.state != TaskState::kQueued) return;
+  if (it == state_.tasks.end() || it->second.state != TaskState::kQueued) return nullptr;
   Task& t = it->second;
   if (t.attempts >= t.max_attempts) {
     // Every run so far was lost with its node: give up, and say why.
@@ -687,7 +710,7 @@ void Head::lease(Pool& pool, Actor& a, Node& n) {
     state_.apply_finish(f);
     count("tasks_failed_attempts");
     queue_result(t);
-    return;
+    return nullptr;
   }
   LeaseEvent e{id, state_.next_epoch, a.rec.id, n.id};
   record(EventKind::kLease, e);
@@ -696,19 +719,37 @@ void Head::lease(Pool& pool, Actor& a, Node& n) {
   a.leased += 1;
   pool.leased += 1;
   n.leased += 1;
-  Outbox& box = to_nodes_[n.peer];
-  box.tasks.tasks.push_back(
-      wire::Task{id, a.rec.id, e.epoch, t.method, t.args, t.attempts, t.has_checkpoint, t.checkpoint});
-  box.batch_bytes += t.args.data.size() + t.method.size() + 32;
-  if (box.batch_bytes > kBatchBytes) {
-    box.frames.push_back(wire::encode(box.tasks));
-    box.tasks.tasks.clear();
-    box.batch_bytes = 0;
+  auto send = [&](uint64_t actor, const Node& to, SpGroup g) {
+    Outbox& box = to_nodes_[to.peer];
+    box.tasks.tasks.push_back(wire::Task{id, actor, e.epoch, t.method, t.args, t.attempts, t.has_checkpoint,
+                                         t.checkpoint, std::move(g)});
+    box.batch_bytes += t.args.data.size() + t.method.size() + 32;
+    if (box.batch_bytes > kBatchBytes) {
+      box.frames.push_back(wire::encode(box.tasks));
+      box.tasks.tasks.clear();
+      box.batch_bytes = 0;
+    }
+  };
+  if (!group) {
+    send(a.rec.id, n, {});
+    return &t;
   }
+  // Every member runs the task, under the same lease epoch; rank 0 holds the lease.
+  const int32_t size = static_cast<int32_t>(group->members.size());
+  for (int32_t r = 0; r < size; ++r) {
+    const Actor& m = state_.actors[group->members[r]];
+    send(m.rec.id, state_.nodes[m.node],
+         SpGroup{pool.rec.name + "/sp" + std::to_string(group->id), group->epoch, r, size, group->members});
+  }
+  return &t;
 }
 
 void Head::dispatch() {
   for (auto& [name, pool] : state_.pools) {
+    if (pool.rec.sp_degree > 1) {
+      dispatch_groups(pool);
+      continue;
+    }
     size_t n = pool.members.size();
     while (!pool.queue.empty()) {
       bool leased_any = false;
@@ -839,6 +880,9 @@ ClusterStatus Head::status() const {
     }
     s.pools.push_back(PoolStatus{name, p.rec.type, p.rec.market, p.rec.size, placed, p.queue.size(),
                                  p.leased});
+    for (const auto& [gid, g] : p.groups) {
+      s.groups.push_back(SpGroupStatus{name, name + "/sp" + std::to_string(gid), g.epoch, g.members, g.task});
+    }
   }
   return s;
 }

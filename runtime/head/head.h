@@ -82,7 +82,23 @@ class Head {
 
   void place();
   void dispatch();
-  void lease(Pool& pool, Actor& actor, Node& node);
+  // Leases the front task of `pool` to `actor` (with `group`, to every member
+  // of that SP group, `actor` being its rank 0); the task, or nullptr if
+  // none was leased.
+  Task* lease(Pool& pool, Actor& actor, Node& node, const SpGroupState* group = nullptr);
+  // SP pools: breaks the groups that lost a member, forms new ones (epoch + 1)
+  // from the members that are free, placed and on nodes known to be alive.
+  void form_groups();
+  void dispatch_groups(Pool& pool);
+  // Ends the group (its task back to the front of the mailbox, no attempt
+  // used) and probes its members' nodes before they join another group.
+  void break_group(Pool& pool, uint64_t group_id, const char* why);
+  bool free_for_group(const Actor& a) const;
+  // A completion from an SP member that does not hold the task's lease:
+  // true if `c` was one (and was dealt with).
+  bool on_member_done(wire::Completion& c);
+  // Releases a lease that ends without its holder's completion.
+  void end_lease(Task& t);
   void node_dead(Node& n, const char* why);
   // Takes back the actors a node still hosts from an earlier boot or session.
   std::vector<uint64_t> adopt(Node& n, const wire::HelloNode& h);
@@ -125,6 +141,8 @@ class Head {
   std::map<std::string, Outbox> to_callers_;  // leave only after the commit
   std::unordered_map<std::string, std::string> client_by_peer_;
   std::map<std::string, uint64_t> counters_;
+  uint64_t next_sp_epoch_ = 0;  // boot << 32 + formations so far
+  uint64_t next_probe_ = 0;
   transport::Clock::time_point now_;
   transport::Clock::time_point next_heartbeat_;
   std::atomic<bool> stop_requested_{false};

@@ -102,8 +102,21 @@ struct Task : TaskRecord {
   bool in_snapshot = false;  // a row exists in the tasks table
 };
 
+// A sequence-parallel group: sp_degree actors of one pool that run each of
+// its tasks together, rank 0 (members[0]) holding the lease. Not durable: a
+// restarted head forms its groups again, with new epochs.
+struct SpGroupState {
+  uint64_t id = 0;      // the group is named "<pool>/sp<id>"
+  uint64_t epoch = 0;   // this formation; unique in the head's life and beyond (boot in the high bits)
+  std::vector<uint64_t> members;  // actor ids, by rank
+  uint64_t task = 0;    // the task it runs, 0 when idle
+  uint64_t lease = 0;   // that task's lease epoch
+};
+
 struct Pool {
   PoolRecord rec;
+  std::map<uint64_t, SpGroupState> groups;  // SP pools only
+  uint64_t next_group = 1;
   std::deque<uint64_t> queue;  // accepted, not leased: the mailbox
   std::vector<uint64_t> members;
   uint64_t leased = 0;
@@ -117,6 +130,7 @@ struct Actor {
   int32_t credit = 0;  // tasks the actor asked for and has not been given
   uint64_t leased = 0;
   uint64_t completed = 0;
+  uint64_t group = 0;  // the SP group it belongs to (its pool's), 0: none
 };
 
 struct Node {
@@ -135,6 +149,9 @@ struct Node {
   transport::Clock::time_point last_seen;
   std::optional<transport::Clock::time_point> notice_at, emptied_at, gone_at;
   std::set<uint64_t> actors;
+  // A probe the node has not answered yet (its request id): after an SP group
+  // broke, its actors join a new group only once their node proved alive.
+  uint64_t probe = 0;
 };
 
 struct Client {

@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <typeinfo>
 
+#include "spotlight/collective.h"
+
 namespace spotlight::node {
 
 namespace {
@@ -66,28 +68,36 @@ namespace {
 // The node's side of a running task's TaskContext.
 class RunningTask final : public detail::TaskHost {
  public:
-  RunningTask(const wire::Task& t, Outgoing& out, const std::atomic<bool>& draining)
-      : t_(t), out_(out), draining_(draining) {}
+  RunningTask(const wire::Task& t, Outgoing& out, const std::atomic<bool>& draining,
+              const std::string& head_address)
+      : t_(t), out_(out), draining_(draining), head_address_(head_address) {}
   void commit(std::string state) override {
+    // In an SP group every member runs the same steps; rank 0 speaks for them.
+    if (t_.group.size > 0 && t_.group.rank != 0) return;
     out_.commit(wire::Commit{t_.id, t_.actor_id, t_.epoch, Blob{std::move(state)}});
   }
   bool should_yield() const override { return draining_.load(std::memory_order_relaxed); }
+  uint64_t actor_id() const override { return t_.actor_id; }
+  const SpGroup& group() const override { return t_.group; }
+  const std::string& head_address() const override { return head_address_; }
 
  private:
   const wire::Task& t_;
   Outgoing& out_;
   const std::atomic<bool>& draining_;
+  const std::string& head_address_;
 };
 }  // namespace
 
 ActorHost::ActorHost(uint64_t actor_id, uint32_t incarnation, const detail::ActorTypeInfo& type,
-                     Outgoing& out, const std::atomic<bool>& draining,
+                     Outgoing& out, const std::atomic<bool>& draining, std::string head_address,
                      std::optional<std::string> restore)
     : id_(actor_id),
       incarnation_(incarnation),
       type_(type),
       out_(out),
       draining_(draining),
+      head_address_(std::move(head_address)),
       restore_(std::move(restore)) {
   thread_ = std::thread([this] { loop(); });
 }
@@ -143,7 +153,7 @@ wire::Completion ActorHost::run(wire::Task& t) {
     return failure(t, ErrorKind::kRejected, "rejected",
                    type_.name + " has no method '" + t.method + "'");
   }
-  RunningTask host(t, out_, draining_);
+  RunningTask host(t, out_, draining_, head_address_);
   TaskContext ctx(host, t.id, t.attempt, t.resumed ? &t.resume.data : nullptr);
   try {
     std::string out = it->second(instance_.get(), t.args.data, &ctx);
@@ -157,6 +167,14 @@ wire::Completion ActorHost::run(wire::Task& t) {
     return failure(t, ErrorKind::kPreempted, "preempted", "yielded: the node is draining");
   } catch (const BadArguments& e) {
     return failure(t, ErrorKind::kRejected, "rejected", e.what());
+  } catch (const collective::CollectiveError& e) {
+    // In an SP task a failed collective means the group lost a member: the
+    // task goes back to its mailbox (no attempt used) and resumes from its
+    // last commit once the head has re-formed a group.
+    if (t.group.size > 0) {
+      return failure(t, ErrorKind::kPreempted, "group_broken", std::string("SP group broken: ") + e.what());
+    }
+    return failure(t, ErrorKind::kMethod, "spotlight::collective::CollectiveError", e.what());
   } catch (const std::exception& e) {
     return failure(t, ErrorKind::kMethod, demangle(typeid(e).name()), e.what());
   } catch (...) {

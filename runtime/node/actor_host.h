@@ -45,10 +45,12 @@ class ActorHost {
  public:
   // Constructs the actor on its own thread and reports Placed through `out`.
   // `draining` is the node's notice flag, which running tasks read through
-  // TaskContext::should_yield().
+  // TaskContext::should_yield(); `head_address` is the head as this node
+  // reaches it (SP members rendezvous in its KV).
   // With `restore`, the new instance is restored from that saved state first.
   ActorHost(uint64_t actor_id, uint32_t incarnation, const detail::ActorTypeInfo& type, Outgoing& out,
-            const std::atomic<bool>& draining, std::optional<std::string> restore = std::nullopt);
+            const std::atomic<bool>& draining, std::string head_address,
+            std::optional<std::string> restore = std::nullopt);
   // Lets the running task finish, drops the queued ones, joins the thread.
   ~ActorHost();
   ActorHost(const ActorHost&) = delete;
@@ -72,6 +74,7 @@ class ActorHost {
   const detail::ActorTypeInfo& type_;
   Outgoing& out_;
   const std::atomic<bool>& draining_;
+  const std::string head_address_;  // for TaskContext::head_address()
   bool busy_ = false;  // a task is running (guarded by mu_)
   uint64_t running_id_ = 0;
   std::optional<std::string> restore_;

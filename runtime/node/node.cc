@@ -136,6 +136,9 @@ void Node::handle(zmq::message_t& m) {
         if (welcomed_ && hb.boot != boot_) reset_session("the head restarted");
         break;
       }
+      case MsgType::kProbe:  // the head checks this node is alive before it re-forms an SP group
+        send(wire::encode_empty(MsgType::kProbe, env.request_id));
+        break;
       case MsgType::kPlace:
         if (welcomed_) on_place(env.body<wire::Place>());
         break;
@@ -186,7 +189,8 @@ void Node::on_place(const wire::Place& p) {
   std::optional<std::string> restore;
   if (p.has_state) restore = p.state.data;
   hosts_[p.actor_id] =
-      std::make_unique<ActorHost>(p.actor_id, p.incarnation, *type, out_, draining_, std::move(restore));
+      std::make_unique<ActorHost>(p.actor_id, p.incarnation, *type, out_, draining_, opt_.head,
+                                  std::move(restore));
 }
 
 void Node::begin_drain(std::chrono::milliseconds deadline, bool tell_head) {

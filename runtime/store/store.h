@@ -23,7 +23,8 @@ struct PoolRecord {
   int32_t size = 1;
   int32_t slots_per_actor = 1;
   int32_t prefetch = 16;
-  MSGPACK_DEFINE(name, type, market, size, slots_per_actor, prefetch)
+  int32_t sp_degree = 1;  // > 1: members run calls in SP groups of this degree
+  MSGPACK_DEFINE(name, type, market, size, slots_per_actor, prefetch, sp_degree)
 };
 
 struct ActorRecord {

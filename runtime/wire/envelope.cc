@@ -26,6 +26,7 @@ const char* to_string(MsgType t) {
     case MsgType::kStop: return "Stop";
     case MsgType::kShutdown: return "Shutdown";
     case MsgType::kOk: return "Ok";
+    case MsgType::kProbe: return "Probe";
     case MsgType::kKvSet: return "KvSet";
     case MsgType::kKvGet: return "KvGet";
     case MsgType::kKvValue: return "KvValue";

@@ -9,10 +9,11 @@
 
 #include "spotlight/codec.h"
 #include "spotlight/status.h"
+#include "spotlight/task.h"
 
 namespace spotlight::wire {
 
-inline constexpr uint16_t kProtocolVersion = 1;
+inline constexpr uint16_t kProtocolVersion = 2;  // 2: SP groups (Task.group, CreatePool.sp_degree, Probe)
 
 enum class MsgType : uint16_t {
   kError = 1,
@@ -37,6 +38,7 @@ enum class MsgType : uint16_t {
   kStop = 42,
   kShutdown = 43,
   kOk = 44,
+  kProbe = 45,  // head -> node: answer at once (a Probe with the same request id)
   kKvSet = 50,
   kKvGet = 51,
   kKvValue = 52,
@@ -113,7 +115,8 @@ struct CreatePool {
   int32_t size = 1;
   int32_t slots_per_actor = 1;
   int32_t prefetch = 16;
-  MSGPACK_DEFINE(name, type, market, size, slots_per_actor, prefetch)
+  int32_t sp_degree = 1;
+  MSGPACK_DEFINE(name, type, market, size, slots_per_actor, prefetch, sp_degree)
 };
 
 struct PoolCreated {
@@ -187,7 +190,8 @@ struct Task {
   uint32_t attempt = 1;
   bool resumed = false;  // an earlier attempt committed `resume`
   Blob resume;
-  MSGPACK_DEFINE(id, actor_id, epoch, method, args, attempt, resumed, resume)
+  SpGroup group;  // size 0 outside SP pools
+  MSGPACK_DEFINE(id, actor_id, epoch, method, args, attempt, resumed, resume, group)
 };
 struct Tasks {
   std::vector<Task> tasks;

@@ -151,7 +151,7 @@ TEST(BadInput, NodeSurvivesBadFramesFromItsHead) {
   transport::send_routed(fake_head, peer, wire::encode(wire::Welcome{1, 0, 50, 1000, 1 << 20, {}}));
   transport::send_routed(fake_head, peer, "\xc1\xc1 garbage");
   transport::send_routed(fake_head, peer, pack(std::make_tuple(wire::kProtocolVersion + 1, 5, 0, 0)));
-  transport::send_routed(fake_head, peer, wire::encode(wire::Tasks{{wire::Task{1, 99, 1, "x", {}, 1, false, {}}}}));
+  transport::send_routed(fake_head, peer, wire::encode(wire::Tasks{{wire::Task{1, 99, 1, "x", {}, 1, false, {}, {}}}}));
   transport::send_routed(fake_head, peer, wire::encode(wire::Place{7, "p", "NoSuchType", 1, 1, false, {}}));
   int errors = 0, placed_failures = 0, heartbeats_after = 0;
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);

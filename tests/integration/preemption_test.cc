@@ -19,10 +19,7 @@ using testing::wait_for_status;
 using testing_actors::StepReport;
 using testing_actors::Stepper;
 
-uint64_t counter(const ClusterStatus& s, const std::string& name) {
-  auto it = s.counters.find(name);
-  return it == s.counters.end() ? 0 : it->second;
-}
+using testing::counter;
 
 // The node running a task of `pool` right now.
 const NodeStatus* busy_node(const ClusterStatus& s, const std::string& pool) {

@@ -32,6 +32,12 @@ inline bool wait_for_status(const std::string& address, const std::function<bool
   return false;
 }
 
+// A head counter, 0 when it never counted.
+inline uint64_t counter(const ClusterStatus& s, const std::string& name) {
+  auto it = s.counters.find(name);
+  return it == s.counters.end() ? 0 : it->second;
+}
+
 inline const PoolStatus* find_pool(const ClusterStatus& s, const std::string& name) {
   for (const auto& p : s.pools) {
     if (p.name == name) return &p;

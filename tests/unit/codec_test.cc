@@ -24,7 +24,7 @@ TEST(Codec, EveryMessageTypeRoundTrips) {
   round_trip(HelloClient{"client-abc", {1, 2}});
   round_trip(Welcome{7, 3, 250, 1000, 64u << 20, {4}});
   round_trip(Heartbeat{9});
-  round_trip(CreatePool{"squares", "Square", "any", 4, 2, 16});
+  round_trip(CreatePool{"squares", "Square", "any", 4, 2, 16, 2});
   round_trip(PoolCreated{"squares", false, "exists with another type"});
   round_trip(Calls{{Call{(3ull << 40) | 1, "counter", "add", Blob{pack(std::make_tuple(5))}, 0},
                     Call{(3ull << 40) | 2, "counter", "get", Blob{std::string("\0\xff", 2)}, 3}}});
@@ -34,7 +34,9 @@ TEST(Codec, EveryMessageTypeRoundTrips) {
   round_trip(AckResults{{1, 2}});
   round_trip(Place{5, "squares", "Square", 2, 16, true, Blob{"saved"}});
   round_trip(Placed{5, 2, false, "type not loaded"});
-  round_trip(Tasks{{Task{1, 5, 77, "add", Blob{pack(std::make_tuple(1))}, 2, true, Blob{"step 3"}}}});
+  round_trip(Tasks{{Task{1, 5, 77, "add", Blob{pack(std::make_tuple(1))}, 2, true, Blob{"step 3"}, {}},
+                    Task{2, 6, 78, "step", Blob{pack(std::make_tuple(2))}, 1, false, {},
+                         SpGroup{"explorers/sp3", (4ull << 32) + 9, 1, 2, {5, 6}}}}});
   round_trip(Commits{{Commit{1, 5, 77, Blob{"step 4"}}}});
   round_trip(Drain{"node-1", 30000});
   round_trip(Done{{Completion{1, 5, 77, true, 0, "", Blob{pack(1)}, true, Blob{"state"}}}});
@@ -44,11 +46,12 @@ TEST(Codec, EveryMessageTypeRoundTrips) {
   st.pools.push_back(PoolStatus{"p", "T", "any", 2, 1, 10, 3});
   st.actors.push_back(ActorStatus{1, "p", "n", "ready", 2, 3, 4});
   st.counters["calls"] = 10;
+  st.groups.push_back(SpGroupStatus{"p", "p/sp1", (3ull << 32) + 1, {1, 2}, 7});
   round_trip(st);
 }
 
 TEST(Codec, EmptyBodies) {
-  for (MsgType t : {MsgType::kStatusRequest, MsgType::kStop, MsgType::kShutdown, MsgType::kOk}) {
+  for (MsgType t : {MsgType::kStatusRequest, MsgType::kStop, MsgType::kShutdown, MsgType::kOk, MsgType::kProbe}) {
     Envelope env = decode(encode_empty(t, 5));
     EXPECT_EQ(env.type, t);
     EXPECT_EQ(env.request_id, 5u);

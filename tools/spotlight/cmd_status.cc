@@ -35,6 +35,10 @@ nlohmann::json to_json(const ClusterStatus& s) {
                            {"incarnation", a.incarnation}, {"leased", a.leased},
                            {"completed", a.completed}});
   }
+  for (const auto& g : s.groups) {
+    j["groups"].push_back({{"pool", g.pool}, {"name", g.name}, {"epoch", g.epoch}, {"members", g.members},
+                           {"task", g.task}});
+  }
   return j;
 }
 
@@ -65,6 +69,17 @@ void print_table(const ClusterStatus& s) {
     std::cout << std::setw(6) << a.id << std::setw(20) << a.pool << std::setw(28)
               << (a.node.empty() ? "-" : a.node) << std::setw(10) << a.state << std::setw(6)
               << a.incarnation << std::setw(8) << a.leased << a.completed << "\n";
+  }
+  if (!s.groups.empty()) {
+    std::cout << "\nSP GROUPS\n"
+              << std::setw(24) << "name" << std::setw(22) << "epoch" << std::setw(24) << "members (by rank)"
+              << "task\n";
+    for (const auto& g : s.groups) {
+      std::string members;
+      for (uint64_t m : g.members) members += (members.empty() ? "" : ",") + std::to_string(m);
+      std::cout << std::setw(24) << g.name << std::setw(22) << g.epoch << std::setw(24) << members
+                << (g.task ? std::to_string(g.task) : std::string("-")) << "\n";
+    }
   }
   if (!s.counters.empty()) {
     std::cout << "\nCOUNTERS\n";

@@ -13,10 +13,14 @@ struct Placement {
   int slots_per_actor = 1;     // slots one member occupies on its node
   int size = 1;                // members in the pool; a lone actor is a pool of one
   int prefetch = 16;           // tasks a member may hold leased ahead of running them
+  // Members per sequence-parallel group: with d > 1 the head forms groups of
+  // d members, and each call runs on every member of one group (TaskContext::group()).
+  int sp_degree = 1;
 
   Placement& slots(int n) { slots_per_actor = n; return *this; }
   Placement& members(int n) { size = n; return *this; }
   Placement& ahead(int n) { prefetch = n; return *this; }
+  Placement& sequence_parallel(int d) { sp_degree = d; return *this; }
 };
 
 inline Placement on_market(std::string market) {

@@ -51,6 +51,16 @@ struct PoolStatus {
   MSGPACK_DEFINE(name, type, market, size, placed, queued, leased)
 };
 
+// A sequence-parallel group as the head formed it.
+struct SpGroupStatus {
+  std::string pool;
+  std::string name;
+  uint64_t epoch = 0;
+  std::vector<uint64_t> members;  // actor ids, by rank
+  uint64_t task = 0;              // the task it runs, 0 when idle
+  MSGPACK_DEFINE(pool, name, epoch, members, task)
+};
+
 struct ClusterStatus {
   uint64_t boot = 0;  // grows on every head start over the same store
   std::string store;
@@ -59,7 +69,8 @@ struct ClusterStatus {
   std::vector<ActorStatus> actors;
   uint64_t tasks_live = 0;  // accepted and not yet acknowledged by their caller
   std::map<std::string, uint64_t> counters;  // bad frames by reason, calls, results...
-  MSGPACK_DEFINE(boot, store, nodes, pools, actors, tasks_live, counters)
+  std::vector<SpGroupStatus> groups;
+  MSGPACK_DEFINE(boot, store, nodes, pools, actors, tasks_live, counters, groups)
 };
 
 }  // namespace spotlight

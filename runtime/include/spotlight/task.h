@@ -21,6 +21,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "spotlight/codec.h"
 
@@ -29,6 +30,22 @@ namespace spotlight {
 // Thrown by TaskContext::yield(); the node turns it into a hand-back.
 struct TaskYielded {};
 
+// The sequence-parallel group a task runs in (a pool created with
+// Placement::sequence_parallel(d)). Every member of the group runs the same
+// task at the same time; rank 0's result is the call's result and only rank
+// 0's commits are kept. A formation is numbered by its epoch: when a member
+// is lost the head re-forms the group around the survivors with a new epoch,
+// and the task resumes there from its last commit. Members rendezvous under
+// (name, epoch) in the head's KV (spotlight/sp_member.h does it for you).
+struct SpGroup {
+  std::string name;
+  uint64_t epoch = 0;
+  int32_t rank = 0;
+  int32_t size = 0;                // 0: the task does not run in a group
+  std::vector<uint64_t> members;   // actor ids, by rank
+  MSGPACK_DEFINE(name, epoch, rank, size, members)
+};
+
 namespace detail {
 // Implemented by the node for each running task.
 class TaskHost {
@@ -36,6 +53,9 @@ class TaskHost {
   virtual ~TaskHost() = default;
   virtual void commit(std::string state) = 0;
   virtual bool should_yield() const = 0;
+  virtual uint64_t actor_id() const = 0;
+  virtual const SpGroup& group() const = 0;
+  virtual const std::string& head_address() const = 0;
 };
 }  // namespace detail
 
@@ -58,6 +78,16 @@ class TaskContext {
     if (!resume_) return std::nullopt;
     return unpack<T>(*resume_);
   }
+
+  // The actor running this task.
+  uint64_t actor_id() const { return host_.actor_id(); }
+  // The SP group this task runs in, or nullptr outside SP pools.
+  const SpGroup* group() const {
+    const SpGroup& g = host_.group();
+    return g.size > 0 ? &g : nullptr;
+  }
+  // HOST:PORT of the head, as this node reaches it (for its KV).
+  const std::string& head_address() const { return host_.head_address(); }
 
   // Sends in-flight state to the head, which stores it with the task; an
   // attempt that resumes the task gets the latest. Commits reach the head in
