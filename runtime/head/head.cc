@@ -85,6 +85,7 @@ void Head::turn() {
   }
   if (!grace_over_ && now_ >= grace_until_) end_grace();
   expire_kv_waiters();
+  expire_object_waiters();
   place();
   form_groups();
   dispatch();
@@ -185,6 +186,9 @@ void Head::handle(transport::RoutedMessage& m) {
         break;
       }
       case MsgType::kKvGet: on_kv_get(peer, env.body<wire::KvGet>(), rid); break;
+      case MsgType::kObjectAdd: on_object_add(peer, env.body<wire::ObjectAdd>(), rid); break;
+      case MsgType::kObjectDrop: on_object_drop(env.body<wire::ObjectDrop>()); break;
+      case MsgType::kObjectWhere: on_object_where(peer, env.body<wire::ObjectWhere>(), rid); break;
       case MsgType::kProbe:  // a node answers: its actors may join SP groups again
         if (node && node->probe == rid) node->probe = 0;
         break;
@@ -233,6 +237,7 @@ void Head::on_hello_node(const std::string& peer, const wire::HelloNode& h, uint
   n.host = h.host;
   n.market = h.market;
   n.pid = h.pid;
+  n.object_address = h.object_address;
   n.session = h.session;
   n.slots = h.slots;
   n.types = std::set<std::string>(h.types.begin(), h.types.end());
@@ -654,16 +659,7 @@ void Head::on_kv_get(const std::string& peer, const wire::KvGet& g, uint64_t rid
   }
 }
 
-void Head::expire_kv_waiters() {
-  for (auto it = kv_waiters_.begin(); it != kv_waiters_.end();) {
-    if (it->second.deadline > now_) {
-      ++it;
-      continue;
-    }
-    to_nodes_[it->second.peer].frames.push_back(wire::encode(wire::KvValue{false, {}}, it->second.rid));
-    it = kv_waiters_.erase(it);
-  }
-}
+void Head::expire_kv_waiters() { expire_waiters(kv_waiters_, wire::KvValue{false, {}}); }
 
 void Head::place() {
   for (auto& [name, pool] : state_.pools) {
@@ -771,6 +767,7 @@ void Head::node_dead(Node& n, const char* why) {
   count(n.draining ? "nodes_drained" : "nodes_lost");
   n.alive = false;
   n.gone_at = now_;
+  drop_objects_of(n.id);
   n.leased = 0;
   state_.node_by_peer.erase(n.peer);
   // Tasks leased to its actors go back to the front of their mailboxes, in arrival order.
@@ -863,6 +860,7 @@ ClusterStatus Head::status() const {
     ns.slots = n.slots;
     ns.used = n.used;
     ns.pid = n.pid;
+    ns.object_address = n.object_address;
     ns.last_heartbeat_ms = ago(n.last_seen);
     ns.running = n.leased;
     ns.notice_ms_ago = ago(n.notice_at);

@@ -78,6 +78,13 @@ class Head {
   void on_kv_set(const std::string& peer, wire::KvSet& s, uint64_t rid);
   void on_kv_get(const std::string& peer, const wire::KvGet& g, uint64_t rid);
   void expire_kv_waiters();
+  // The object directory (objects.cc): locations only, in memory.
+  void on_object_add(const std::string& peer, const wire::ObjectAdd& a, uint64_t rid);
+  void on_object_drop(const wire::ObjectDrop& d);
+  void on_object_where(const std::string& peer, const wire::ObjectWhere& w, uint64_t rid);
+  void expire_object_waiters();
+  // Forgets every copy `node_id` held (it died or started a new session).
+  void drop_objects_of(const std::string& node_id);
   ClusterStatus status() const;
 
   void place();
@@ -130,14 +137,33 @@ class Head {
   State state_;
   Journal journal_;
   std::map<std::string, Outbox> to_nodes_;    // may leave before the commit: no acknowledgement
-  // The rendezvous KV (not journaled) and the gets waiting for a key.
+  // The rendezvous KV (not journaled) and the gets waiting for a key (or an object).
   struct KvWaiter {
     std::string peer;
     uint64_t rid;
     transport::Clock::time_point deadline;
   };
+  // Answers the waiters whose wait ended with `answer` (not found).
+  template <class Answer>
+  void expire_waiters(std::multimap<std::string, KvWaiter>& waiters, const Answer& answer) {
+    for (auto it = waiters.begin(); it != waiters.end();) {
+      if (it->second.deadline > now_) {
+        ++it;
+        continue;
+      }
+      to_nodes_[it->second.peer].frames.push_back(wire::encode(answer, it->second.rid));
+      it = waiters.erase(it);
+    }
+  }
   std::map<std::string, std::string> kv_;
   std::multimap<std::string, KvWaiter> kv_waiters_;
+  struct ObjectEntry {
+    uint64_t size = 0;
+    uint64_t digest = 0;
+    std::map<std::string, std::string> holders;  // node id -> its object server
+  };
+  std::map<std::string, ObjectEntry> objects_;
+  std::multimap<std::string, KvWaiter> object_waiters_;
   std::map<std::string, Outbox> to_callers_;  // leave only after the commit
   std::unordered_map<std::string, std::string> client_by_peer_;
   std::map<std::string, uint64_t> counters_;

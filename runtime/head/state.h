@@ -138,6 +138,7 @@ struct Node {
   std::string peer;  // ZeroMQ routing id
   std::string host;
   std::string market;
+  std::string object_address;
   int64_t pid = 0;
   uint32_t session = 0;
   int32_t slots = 0;

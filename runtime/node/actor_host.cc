@@ -69,8 +69,8 @@ namespace {
 class RunningTask final : public detail::TaskHost {
  public:
   RunningTask(const wire::Task& t, Outgoing& out, const std::atomic<bool>& draining,
-              const std::string& head_address)
-      : t_(t), out_(out), draining_(draining), head_address_(head_address) {}
+              const std::string& head_address, ObjectStore& objects)
+      : t_(t), out_(out), draining_(draining), head_address_(head_address), objects_(objects) {}
   void commit(std::string state) override {
     // In an SP group every member runs the same steps; rank 0 speaks for them.
     if (t_.group.size > 0 && t_.group.rank != 0) return;
@@ -80,24 +80,27 @@ class RunningTask final : public detail::TaskHost {
   uint64_t actor_id() const override { return t_.actor_id; }
   const SpGroup& group() const override { return t_.group; }
   const std::string& head_address() const override { return head_address_; }
+  ObjectStore& objects() const override { return objects_; }
 
  private:
   const wire::Task& t_;
   Outgoing& out_;
   const std::atomic<bool>& draining_;
   const std::string& head_address_;
+  ObjectStore& objects_;
 };
 }  // namespace
 
 ActorHost::ActorHost(uint64_t actor_id, uint32_t incarnation, const detail::ActorTypeInfo& type,
                      Outgoing& out, const std::atomic<bool>& draining, std::string head_address,
-                     std::optional<std::string> restore)
+                     ObjectStore& objects, std::optional<std::string> restore)
     : id_(actor_id),
       incarnation_(incarnation),
       type_(type),
       out_(out),
       draining_(draining),
       head_address_(std::move(head_address)),
+      objects_(objects),
       restore_(std::move(restore)) {
   thread_ = std::thread([this] { loop(); });
 }
@@ -153,7 +156,7 @@ wire::Completion ActorHost::run(wire::Task& t) {
     return failure(t, ErrorKind::kRejected, "rejected",
                    type_.name + " has no method '" + t.method + "'");
   }
-  RunningTask host(t, out_, draining_, head_address_);
+  RunningTask host(t, out_, draining_, head_address_, objects_);
   TaskContext ctx(host, t.id, t.attempt, t.resumed ? &t.resume.data : nullptr);
   try {
     std::string out = it->second(instance_.get(), t.args.data, &ctx);

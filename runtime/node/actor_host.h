@@ -49,7 +49,7 @@ class ActorHost {
   // reaches it (SP members rendezvous in its KV).
   // With `restore`, the new instance is restored from that saved state first.
   ActorHost(uint64_t actor_id, uint32_t incarnation, const detail::ActorTypeInfo& type, Outgoing& out,
-            const std::atomic<bool>& draining, std::string head_address,
+            const std::atomic<bool>& draining, std::string head_address, ObjectStore& objects,
             std::optional<std::string> restore = std::nullopt);
   // Lets the running task finish, drops the queued ones, joins the thread.
   ~ActorHost();
@@ -75,6 +75,7 @@ class ActorHost {
   Outgoing& out_;
   const std::atomic<bool>& draining_;
   const std::string head_address_;  // for TaskContext::head_address()
+  ObjectStore& objects_;            // the node's, for TaskContext::objects()
   bool busy_ = false;  // a task is running (guarded by mu_)
   uint64_t running_id_ = 0;
   std::optional<std::string> restore_;

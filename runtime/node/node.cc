@@ -21,6 +21,12 @@ Node::Node(NodeOptions options)
     : opt_(std::move(options)), session_(static_cast<uint32_t>(std::stoull(common::random_id().substr(0, 8), nullptr, 16))) {
   if (opt_.node_id.empty()) opt_.node_id = common::hostname() + "-" + std::to_string(getpid());
   dealer_ = transport::make_dealer(transport::endpoint(opt_.head), opt_.node_id);
+  objects::StoreOptions so;
+  so.head = opt_.head;
+  so.node_id = opt_.node_id;
+  so.advertise_host = opt_.object_host;
+  so.capacity = opt_.object_store_bytes;
+  objects_ = std::make_unique<objects::NodeObjectStore>(so);
   if (!opt_.notice_url.empty()) {
     poller_ = std::make_unique<NoticePoller>(
         opt_.notice_url, opt_.notice_poll, [this](std::optional<std::chrono::milliseconds> left) {
@@ -41,7 +47,7 @@ void Node::send(const std::string& frame) {
 
 void Node::say_hello() {
   wire::HelloNode h{opt_.node_id, common::hostname(), getpid(), opt_.market, opt_.slots,
-                    detail::actor_type_names(), session_, {}, {}};
+                    detail::actor_type_names(), session_, {}, {}, objects_->address()};
   for (const auto& [id, host] : hosts_) {
     h.hosted.push_back(wire::HostedActor{id, host->incarnation()});
     host->held(h.held);
@@ -129,6 +135,7 @@ void Node::handle(zmq::message_t& m) {
         head_liveness_ = std::max(std::chrono::milliseconds(3 * w.liveness_ms),
                                   std::chrono::milliseconds(3000));
         spdlog::info("node {} welcomed by head (boot {})", opt_.node_id, boot_);
+        objects_->announce_all();  // this welcome may come from a head that never heard of them
         break;
       }
       case MsgType::kHeartbeat: {
@@ -190,7 +197,7 @@ void Node::on_place(const wire::Place& p) {
   if (p.has_state) restore = p.state.data;
   hosts_[p.actor_id] =
       std::make_unique<ActorHost>(p.actor_id, p.incarnation, *type, out_, draining_, opt_.head,
-                                  std::move(restore));
+                                  *objects_, std::move(restore));
 }
 
 void Node::begin_drain(std::chrono::milliseconds deadline, bool tell_head) {

@@ -12,6 +12,7 @@
 
 #include "node/actor_host.h"
 #include "node/notice_poller.h"
+#include "objects/node_object_store.h"
 #include "transport/socket.h"
 #include "wire/envelope.h"
 
@@ -28,6 +29,10 @@ struct NodeOptions {
   // A cloud metadata endpoint to poll for a spot interruption notice.
   std::string notice_url;
   std::chrono::milliseconds notice_poll{1000};
+  // The node's object store: its size, and the host other nodes reach its
+  // object server at (default: this machine's address toward the head).
+  uint64_t object_store_bytes = 2ull << 30;
+  std::string object_host;
 };
 
 // Loads an actor library (dlopen); throws std::runtime_error with dlerror().
@@ -60,6 +65,7 @@ class Node {
   NodeOptions opt_;
   zmq::socket_t dealer_;
   Outgoing out_;
+  std::unique_ptr<objects::NodeObjectStore> objects_;  // outlives hosts_: actors read from it
   std::map<uint64_t, std::unique_ptr<ActorHost>> hosts_;
   bool welcomed_ = false;
   uint64_t boot_ = 0;

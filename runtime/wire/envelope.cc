@@ -30,6 +30,12 @@ const char* to_string(MsgType t) {
     case MsgType::kKvSet: return "KvSet";
     case MsgType::kKvGet: return "KvGet";
     case MsgType::kKvValue: return "KvValue";
+    case MsgType::kObjectAdd: return "ObjectAdd";
+    case MsgType::kObjectDrop: return "ObjectDrop";
+    case MsgType::kObjectWhere: return "ObjectWhere";
+    case MsgType::kObjectLocations: return "ObjectLocations";
+    case MsgType::kObjectFetch: return "ObjectFetch";
+    case MsgType::kObjectChunk: return "ObjectChunk";
   }
   return "unknown";
 }

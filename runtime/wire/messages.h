@@ -13,7 +13,7 @@
 
 namespace spotlight::wire {
 
-inline constexpr uint16_t kProtocolVersion = 2;  // 2: SP groups (Task.group, CreatePool.sp_degree, Probe)
+inline constexpr uint16_t kProtocolVersion = 2;  // 2: SP groups (Task.group, CreatePool.sp_degree, Probe), objects
 
 enum class MsgType : uint16_t {
   kError = 1,
@@ -42,6 +42,12 @@ enum class MsgType : uint16_t {
   kKvSet = 50,
   kKvGet = 51,
   kKvValue = 52,
+  kObjectAdd = 60,        // node -> head: this node holds a copy (answered Ok)
+  kObjectDrop = 61,       // node -> head: it no longer does (not answered)
+  kObjectWhere = 62,      // any -> head: who holds it (answered ObjectLocations)
+  kObjectLocations = 63,
+  kObjectFetch = 64,      // node -> another node's object server: a chunk of a copy
+  kObjectChunk = 65,
 };
 
 const char* to_string(MsgType t);
@@ -81,7 +87,8 @@ struct HelloNode {
   uint32_t session = 0;  // grows each time the node says hello again
   std::vector<HostedActor> hosted;  // the head takes back those it still knows
   std::vector<uint64_t> held;        // tasks it still runs, holds queued, or holds a result of
-  MSGPACK_DEFINE(node_id, host, pid, market, slots, types, session, hosted, held)
+  std::string object_address;        // HOST:PORT of its object server
+  MSGPACK_DEFINE(node_id, host, pid, market, slots, types, session, hosted, held, object_address)
 };
 
 struct HelloClient {
@@ -263,6 +270,53 @@ struct KvValue {
   MSGPACK_DEFINE(found, value)
 };
 
+// The object directory: the head keeps where each object's copies are, never
+// their bytes; nodes copy them from each other (spotlight/objects.h).
+struct ObjectAdd {
+  std::string id;
+  std::string node_id;
+  std::string address;  // HOST:PORT of the node's object server
+  uint64_t size = 0;
+  uint64_t digest = 0;  // of the bytes: the same id must always name the same bytes
+  MSGPACK_DEFINE(id, node_id, address, size, digest)
+};
+
+struct ObjectDrop {
+  std::string id;
+  std::string node_id;
+  MSGPACK_DEFINE(id, node_id)
+};
+
+struct ObjectWhere {
+  std::string id;
+  int64_t wait_ms = 0;  // > 0: answer when a copy appears, or when the wait ends (found = false)
+  MSGPACK_DEFINE(id, wait_ms)
+};
+
+struct ObjectLocations {
+  bool found = false;
+  uint64_t size = 0;
+  uint64_t digest = 0;
+  std::vector<std::string> node_ids;
+  std::vector<std::string> addresses;  // of their object servers, same order
+  MSGPACK_DEFINE(found, size, digest, node_ids, addresses)
+};
+
+struct ObjectFetch {
+  std::string id;
+  uint64_t offset = 0;
+  uint64_t length = 0;
+  MSGPACK_DEFINE(id, offset, length)
+};
+
+struct ObjectChunk {
+  bool found = false;  // false: this node no longer holds the object
+  uint64_t offset = 0;
+  uint64_t total = 0;
+  Blob data;
+  MSGPACK_DEFINE(found, offset, total, data)
+};
+
 // Message type of each body, for encode<T>().
 template <class T>
 struct type_of;
@@ -292,6 +346,12 @@ SPOTLIGHT_WIRE_TYPE_(ClusterStatus, kStatus)
 SPOTLIGHT_WIRE_TYPE_(KvSet, kKvSet)
 SPOTLIGHT_WIRE_TYPE_(KvGet, kKvGet)
 SPOTLIGHT_WIRE_TYPE_(KvValue, kKvValue)
+SPOTLIGHT_WIRE_TYPE_(ObjectAdd, kObjectAdd)
+SPOTLIGHT_WIRE_TYPE_(ObjectDrop, kObjectDrop)
+SPOTLIGHT_WIRE_TYPE_(ObjectWhere, kObjectWhere)
+SPOTLIGHT_WIRE_TYPE_(ObjectLocations, kObjectLocations)
+SPOTLIGHT_WIRE_TYPE_(ObjectFetch, kObjectFetch)
+SPOTLIGHT_WIRE_TYPE_(ObjectChunk, kObjectChunk)
 #undef SPOTLIGHT_WIRE_TYPE_
 
 }  // namespace spotlight::wire

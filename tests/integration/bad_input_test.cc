@@ -71,7 +71,7 @@ TEST(BadInput, HeadAnswersEachBadFrameAndKeepsServing) {
   // Calls before hello: the head does not know this peer.
   EXPECT_EQ(peer.error_for(wire::encode(wire::Calls{})), ErrorCode::kUnknownPeer);
   // A node hello with nonsense fields.
-  EXPECT_EQ(peer.error_for(wire::encode(wire::HelloNode{"n", "h", 1, "moon", 0, {}, 0, {}, {}})),
+  EXPECT_EQ(peer.error_for(wire::encode(wire::HelloNode{"n", "h", 1, "moon", 0, {}, 0, {}, {}, ""})),
             ErrorCode::kBadRequest);
 
   // Still serving: a real client works, and the counters show each refusal.
@@ -85,6 +85,40 @@ TEST(BadInput, HeadAnswersEachBadFrameAndKeepsServing) {
   EXPECT_EQ(s.counters["error_oversized"], 1u);
   EXPECT_GE(s.counters["error_unknown_peer"], 1u);
   EXPECT_GE(s.counters["error_bad_request"], 1u);
+}
+
+// The object directory in the head, and a node's object server.
+TEST(BadInput, ObjectRequestsAreRefusedClearly) {
+  LocalCluster cluster(cluster_options(1));
+  RawPeer head(cluster.address());
+  using wire::ErrorCode;
+  EXPECT_EQ(head.error_for(wire::encode(wire::ObjectAdd{"", "n", "a:1", 1, 1})), ErrorCode::kBadRequest);
+  EXPECT_EQ(head.error_for(wire::encode(wire::ObjectAdd{"x", "no-such-node", "a:1", 1, 1})), ErrorCode::kBadRequest);
+  EXPECT_EQ(head.error_for(wire::encode(wire::ObjectWhere{"x", -5})), ErrorCode::kBadRequest);
+  EXPECT_EQ(head.error_for(wire::encode(wire::ObjectWhere{std::string(5000, 'k'), 0})), ErrorCode::kBadRequest);
+  head.send(wire::encode(wire::ObjectWhere{"nobody-put-it", 0}, 7));
+  auto none = head.reply();
+  ASSERT_TRUE(none.has_value());
+  EXPECT_EQ(none->request_id, 7u);
+  EXPECT_FALSE(none->body<wire::ObjectLocations>().found);
+
+  ClusterStatus s = cluster.connect().status();
+  ASSERT_EQ(s.nodes.size(), 1u);
+  ASSERT_FALSE(s.nodes[0].object_address.empty());
+  RawPeer server(s.nodes[0].object_address);
+  EXPECT_EQ(server.error_for("\xc1 not msgpack"), ErrorCode::kMalformed);
+  EXPECT_EQ(server.error_for(wire::encode(wire::Calls{})), ErrorCode::kBadRequest);
+  server.send(wire::encode(wire::ObjectFetch{"not-here", 0, 10}, 3));
+  auto chunk = server.reply();
+  ASSERT_TRUE(chunk.has_value());
+  EXPECT_EQ(chunk->type, wire::MsgType::kObjectChunk);
+  EXPECT_FALSE(chunk->body<wire::ObjectChunk>().found);
+
+  // Both still serve: a put and a get through them work.
+  auto rt = cluster.connect();
+  auto a = rt.spawn<testing_actors::ObjectUser>("after-bad-objects");
+  a.call(&testing_actors::ObjectUser::put, std::string("ok"), int64_t{10}, int64_t{1}).get();
+  EXPECT_EQ(a.call(&testing_actors::ObjectUser::get, std::string("ok"), int64_t{100}).get().size, 10u);
 }
 
 TEST(BadInput, OversizedArgumentsAndResultsBecomeErrors) {

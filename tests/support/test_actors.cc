@@ -41,9 +41,48 @@ StepReport Stepper::run(spotlight::TaskContext& ctx, int64_t key, int64_t steps,
   return r;
 }
 
+std::string object_bytes(int64_t size, int64_t seed) {
+  std::string b(static_cast<size_t>(size), '\0');
+  uint64_t x = static_cast<uint64_t>(seed) * 0x9E3779B97F4A7C15ull + 1;
+  for (auto& c : b) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    c = static_cast<char>(x);
+  }
+  return b;
+}
+
+namespace {
+ObjectView view_of(spotlight::TaskContext& ctx, const spotlight::ObjectRef& data) {
+  spotlight::ObjectStats st = ctx.objects().stats();
+  ObjectView v;
+  if (data) {
+    v.size = data->size();
+    v.digest = std::hash<std::string_view>{}(*data);
+  }
+  v.pid = getpid();
+  v.local_hits = st.local_hits;
+  v.fetches = st.fetches;
+  v.evictions = st.evictions;
+  v.objects = st.objects;
+  v.bytes = st.bytes;
+  return v;
+}
+}  // namespace
+
+void ObjectUser::put(spotlight::TaskContext& ctx, std::string id, int64_t size, int64_t seed) {
+  ctx.objects().put(id, object_bytes(size, seed));
+}
+ObjectView ObjectUser::get(spotlight::TaskContext& ctx, std::string id, int64_t timeout_ms) {
+  return view_of(ctx, ctx.objects().get(id, std::chrono::milliseconds(timeout_ms)));
+}
+bool ObjectUser::contains(spotlight::TaskContext& ctx, std::string id) { return ctx.objects().contains(id); }
+void ObjectUser::release(spotlight::TaskContext& ctx, std::string id) { ctx.objects().release(id); }
+ObjectView ObjectUser::stats(spotlight::TaskContext& ctx) { return view_of(ctx, nullptr); }
+
 }  // namespace testing_actors
 
 SPOTLIGHT_ACTOR(testing_actors::Recorder, record, stats)
 SPOTLIGHT_ACTOR(testing_actors::Stepper, run)
 SPOTLIGHT_ACTOR(testing_actors::Ledger, add, total, pid)
 SPOTLIGHT_ACTOR(testing_actors::Worker, who, twice, fail, echo_many, blob)
+SPOTLIGHT_ACTOR(testing_actors::ObjectUser, put, get, contains, release, stats)

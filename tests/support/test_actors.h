@@ -70,4 +70,23 @@ class Stepper {
   StepReport run(spotlight::TaskContext& ctx, int64_t key, int64_t steps, int64_t step_ms);
 };
 
+// Puts and gets blobs through its node's object store.
+struct ObjectView {
+  uint64_t size = 0;
+  uint64_t digest = 0;  // std::hash of the bytes
+  int64_t pid = 0;      // of the node that served the get
+  uint64_t local_hits = 0, fetches = 0, evictions = 0, objects = 0, bytes = 0;  // the node's store
+  MSGPACK_DEFINE(size, digest, pid, local_hits, fetches, evictions, objects, bytes)
+};
+// `size` bytes that depend on `seed` only.
+std::string object_bytes(int64_t size, int64_t seed);
+class ObjectUser {
+ public:
+  void put(spotlight::TaskContext& ctx, std::string id, int64_t size, int64_t seed);
+  ObjectView get(spotlight::TaskContext& ctx, std::string id, int64_t timeout_ms);
+  bool contains(spotlight::TaskContext& ctx, std::string id);
+  void release(spotlight::TaskContext& ctx, std::string id);
+  ObjectView stats(spotlight::TaskContext& ctx);
+};
+
 }  // namespace testing_actors

@@ -20,7 +20,13 @@ void round_trip(const T& body, uint64_t rid = 42) {
 
 TEST(Codec, EveryMessageTypeRoundTrips) {
   round_trip(Error{static_cast<int32_t>(ErrorCode::kOversized), "too big"});
-  round_trip(HelloNode{"node-1", "host", 1234, "spot", 8, {"Counter", "Square"}, 3, {{4, 2}}, {9}});
+  round_trip(HelloNode{"node-1", "host", 1234, "spot", 8, {"Counter", "Square"}, 3, {{4, 2}}, {9}, "10.0.0.2:4100"});
+  round_trip(ObjectAdd{"policy@3", "node-1", "10.0.0.2:4100", 5 << 20, 77});
+  round_trip(ObjectDrop{"policy@3", "node-1"});
+  round_trip(ObjectWhere{"policy@3", 1000});
+  round_trip(ObjectLocations{true, 5 << 20, 77, {"node-1", "node-2"}, {"a:1", "b:2"}});
+  round_trip(ObjectFetch{"policy@3", 8 << 20, 8 << 20});
+  round_trip(ObjectChunk{true, 0, 3, Blob{std::string("\0\1\2", 3)}});
   round_trip(HelloClient{"client-abc", {1, 2}});
   round_trip(Welcome{7, 3, 250, 1000, 64u << 20, {4}});
   round_trip(Heartbeat{9});
@@ -42,7 +48,7 @@ TEST(Codec, EveryMessageTypeRoundTrips) {
   round_trip(Done{{Completion{1, 5, 77, true, 0, "", Blob{pack(1)}, true, Blob{"state"}}}});
   ClusterStatus st;
   st.boot = 3;
-  st.nodes.push_back(NodeStatus{"n", "h", "spot", "alive", 2, 1, 99, 12, 4});
+  st.nodes.push_back(NodeStatus{"n", "h", "spot", "alive", 2, 1, 99, 12, 4, -1, -1, -1, "10.0.0.2:4100"});
   st.pools.push_back(PoolStatus{"p", "T", "any", 2, 1, 10, 3});
   st.actors.push_back(ActorStatus{1, "p", "n", "ready", 2, 3, 4});
   st.counters["calls"] = 10;

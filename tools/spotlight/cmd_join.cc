@@ -35,6 +35,11 @@ void add_join(CLI::App& app) {
                   "Cloud metadata URL announcing a spot interruption (http://...)");
   auto poll_ms = std::make_shared<int>(1000);
   cmd->add_option("--notice-poll-ms", *poll_ms, "How often to poll --notice-url")->check(CLI::Range(10, 600000));
+  auto store_mb = std::make_shared<int64_t>(2048);
+  cmd->add_option("--object-store-mb", *store_mb, "Memory for this node's object store (weight versions)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
+  cmd->add_option("--object-host", opt->object_host,
+                  "Host other nodes reach this node's object server at (default: its address toward the head)");
   cmd->callback([=] {
     common::init_logging("node");
     if (opt->head.find(':') == std::string::npos) {
@@ -45,6 +50,7 @@ void add_join(CLI::App& app) {
     o.heartbeat = std::chrono::milliseconds(*hb);
     o.notice_deadline = std::chrono::milliseconds(static_cast<int64_t>(*notice_s * 1000));
     o.notice_poll = std::chrono::milliseconds(*poll_ms);
+    o.object_store_bytes = static_cast<uint64_t>(*store_mb) << 20;
     if (!o.notice_url.empty()) node::parse_notice_url(o.notice_url);  // refuse a bad URL up front
     {
       node::Node n(o);

@@ -24,7 +24,8 @@ nlohmann::json to_json(const ClusterStatus& s) {
   for (const auto& n : s.nodes) {
     j["nodes"].push_back({{"id", n.id}, {"host", n.host}, {"market", n.market}, {"state", n.state},
                           {"slots", n.slots}, {"used", n.used}, {"pid", n.pid},
-                          {"last_heartbeat_ms", n.last_heartbeat_ms}, {"running", n.running}});
+                          {"last_heartbeat_ms", n.last_heartbeat_ms}, {"running", n.running},
+                          {"object_address", n.object_address}});
   }
   for (const auto& p : s.pools) {
     j["pools"].push_back({{"name", p.name}, {"type", p.type}, {"market", p.market}, {"size", p.size},

@@ -25,8 +25,9 @@ struct NodeStatus {
   int64_t notice_ms_ago = -1;
   int64_t emptied_ms_ago = -1;
   int64_t gone_ms_ago = -1;
+  std::string object_address;  // HOST:PORT of its object server
   MSGPACK_DEFINE(id, host, market, state, slots, used, pid, last_heartbeat_ms, running,
-                 notice_ms_ago, emptied_ms_ago, gone_ms_ago)
+                 notice_ms_ago, emptied_ms_ago, gone_ms_ago, object_address)
 };
 
 struct ActorStatus {

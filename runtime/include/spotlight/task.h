@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "spotlight/codec.h"
+#include "spotlight/objects.h"
 
 namespace spotlight {
 
@@ -56,6 +57,7 @@ class TaskHost {
   virtual uint64_t actor_id() const = 0;
   virtual const SpGroup& group() const = 0;
   virtual const std::string& head_address() const = 0;
+  virtual ObjectStore& objects() const = 0;
 };
 }  // namespace detail
 
@@ -88,6 +90,8 @@ class TaskContext {
   }
   // HOST:PORT of the head, as this node reaches it (for its KV).
   const std::string& head_address() const { return host_.head_address(); }
+  // The node's object store (spotlight/objects.h), shared by its slots.
+  ObjectStore& objects() const { return host_.objects(); }
 
   // Sends in-flight state to the head, which stores it with the task; an
   // attempt that resumes the task gets the latest. Commits reach the head in

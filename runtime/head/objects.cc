@@ -1,0 +1,101 @@
+// The head's object directory: which nodes hold a copy of each object, and
+// the address of their object servers. Bytes never pass through the head.
+// Like the KV it lives in memory: nodes announce their copies again when a
+// (restarted) head welcomes them.
+#include <spdlog/spdlog.h>
+
+#include "head/head.h"
+
+namespace spotlight::head {
+
+namespace {
+constexpr size_t kMaxObjectId = 4096;
+constexpr int64_t kMaxObjectWaitMs = 600000;
+
+wire::ObjectLocations locations(uint64_t size, uint64_t digest, const std::map<std::string, std::string>& holders) {
+  wire::ObjectLocations l{true, size, digest, {}, {}};
+  for (const auto& [node, address] : holders) {
+    l.node_ids.push_back(node);
+    l.addresses.push_back(address);
+  }
+  return l;
+}
+}  // namespace
+
+void Head::on_object_add(const std::string& peer, const wire::ObjectAdd& a, uint64_t rid) {
+  if (a.id.empty() || a.id.size() > kMaxObjectId || a.address.empty()) {
+    reply_error(peer, wire::ErrorCode::kBadRequest,
+                "an object needs an id of 1 to " + std::to_string(kMaxObjectId) + " bytes and an address", rid);
+    return;
+  }
+  auto nit = state_.nodes.find(a.node_id);
+  if (nit == state_.nodes.end() || !nit->second.alive) {
+    reply_error(peer, wire::ErrorCode::kBadRequest, "no live node named '" + a.node_id + "'", rid);
+    return;
+  }
+  ObjectEntry& e = objects_[a.id];
+  if (!e.holders.empty() && (e.size != a.size || e.digest != a.digest)) {
+    count("object_conflicts");
+    reply_error(peer, wire::ErrorCode::kBadRequest,
+                "object '" + a.id + "' already exists with other bytes (" + std::to_string(e.size) +
+                    " bytes); objects are immutable: put a new version under a new id",
+                rid);
+    return;
+  }
+  e.size = a.size;
+  e.digest = a.digest;
+  e.holders[a.node_id] = a.address;
+  count("object_adds");
+  auto [first, last] = object_waiters_.equal_range(a.id);
+  if (first != last) {
+    for (auto it = first; it != last; ++it) {
+      to_nodes_[it->second.peer].frames.push_back(wire::encode(locations(e.size, e.digest, e.holders), it->second.rid));
+    }
+    object_waiters_.erase(first, last);
+  }
+  to_nodes_[peer].frames.push_back(wire::encode_empty(wire::MsgType::kOk, rid));
+}
+
+void Head::on_object_drop(const wire::ObjectDrop& d) {
+  auto it = objects_.find(d.id);
+  if (it == objects_.end()) return;
+  it->second.holders.erase(d.node_id);
+  count("object_drops");
+  if (it->second.holders.empty()) objects_.erase(it);  // its last copy is gone
+}
+
+void Head::on_object_where(const std::string& peer, const wire::ObjectWhere& w, uint64_t rid) {
+  if (w.id.empty() || w.id.size() > kMaxObjectId || w.wait_ms < 0 || w.wait_ms > kMaxObjectWaitMs) {
+    reply_error(peer, wire::ErrorCode::kBadRequest,
+                "ObjectWhere needs an id of 1 to " + std::to_string(kMaxObjectId) + " bytes and a wait of 0 to " +
+                    std::to_string(kMaxObjectWaitMs) + " ms",
+                rid);
+    return;
+  }
+  count("object_wheres");
+  auto it = objects_.find(w.id);
+  if (it != objects_.end()) {
+    to_nodes_[peer].frames.push_back(
+        wire::encode(locations(it->second.size, it->second.digest, it->second.holders), rid));
+  } else if (w.wait_ms == 0) {
+    to_nodes_[peer].frames.push_back(wire::encode(wire::ObjectLocations{}, rid));
+  } else {
+    object_waiters_.emplace(w.id, KvWaiter{peer, rid, now_ + std::chrono::milliseconds(w.wait_ms)});
+  }
+}
+
+void Head::expire_object_waiters() { expire_waiters(object_waiters_, wire::ObjectLocations{}); }
+
+void Head::drop_objects_of(const std::string& node_id) {
+  size_t dropped = 0;
+  for (auto it = objects_.begin(); it != objects_.end();) {
+    dropped += it->second.holders.erase(node_id);
+    it = it->second.holders.empty() ? objects_.erase(it) : std::next(it);
+  }
+  if (dropped > 0) {
+    count("object_copies_lost", dropped);
+    spdlog::info("node {}: its {} object copies are forgotten", node_id, dropped);
+  }
+}
+
+}  // namespace spotlight::head

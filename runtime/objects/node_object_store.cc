@@ -1,0 +1,307 @@
+#include "objects/node_object_store.h"
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <spdlog/spdlog.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <functional>
+
+#include "common/ids.h"
+#include "spotlight/errors.h"
+#include "wire/envelope.h"
+
+namespace spotlight::objects {
+
+namespace {
+constexpr int kWindow = 4;  // chunks requested ahead while copying
+
+// The local address this machine uses toward `head` (HOST:PORT): the one
+// other nodes of the cluster can reach. No packet is sent.
+std::string host_toward(const std::string& head) {
+  std::string host = head.substr(0, head.rfind(':'));
+  std::string port = head.substr(head.rfind(':') + 1);
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_DGRAM;
+  addrinfo* res = nullptr;
+  std::string out = "127.0.0.1";
+  if (getaddrinfo(host.c_str(), port.c_str(), &hints, &res) != 0 || !res) return out;
+  int fd = ::socket(AF_INET, SOCK_DGRAM, 0);
+  sockaddr_in local{};
+  socklen_t len = sizeof(local);
+  if (fd >= 0 && ::connect(fd, res->ai_addr, res->ai_addrlen) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len) == 0) {
+    char buf[INET_ADDRSTRLEN];
+    if (inet_ntop(AF_INET, &local.sin_addr, buf, sizeof(buf))) out = buf;
+  }
+  if (fd >= 0) ::close(fd);
+  freeaddrinfo(res);
+  return out;
+}
+}  // namespace
+
+uint64_t digest_of(std::string_view bytes) { return std::hash<std::string_view>{}(bytes); }
+
+NodeObjectStore::NodeObjectStore(StoreOptions options)
+    : opt_(std::move(options)), head_(opt_.head, "objects-") {
+  if (opt_.advertise_host.empty()) opt_.advertise_host = host_toward(opt_.head);
+  opt_.chunk = std::max<size_t>(opt_.chunk, 4096);
+  stats_.capacity = opt_.capacity;
+  int port = 0;
+  server_ = transport::make_router("tcp://0.0.0.0:0", opt_.chunk + 4096, &port);
+  address_ = opt_.advertise_host + ":" + std::to_string(port);
+  server_thread_ = std::thread([this] { serve(); });
+}
+
+NodeObjectStore::~NodeObjectStore() {
+  stop_.store(true);
+  server_thread_.join();
+}
+
+void NodeObjectStore::serve() {
+  zmq::pollitem_t items[] = {{server_.handle(), 0, ZMQ_POLLIN, 0}};
+  while (!stop_.load()) {
+    try {
+      zmq::poll(items, 1, std::chrono::milliseconds(100));
+    } catch (const zmq::error_t& e) {
+      if (e.num() != EINTR) throw;
+    }
+    while (auto m = transport::try_recv_routed(server_)) {
+      std::string reply;
+      try {
+        wire::Envelope env =
+            wire::decode(std::string_view(static_cast<const char*>(m->payload.data()), m->payload.size()));
+        if (env.type != wire::MsgType::kObjectFetch) {
+          throw wire::WireError(wire::ErrorCode::kBadRequest,
+                                std::string("an object server serves ObjectFetch, not ") + wire::to_string(env.type));
+        }
+        auto f = env.body<wire::ObjectFetch>();
+        ObjectRef data;
+        {
+          std::lock_guard l(mu_);
+          auto it = entries_.find(f.id);
+          if (it != entries_.end()) data = it->second.data;  // the copy stays alive while we read it
+        }
+        wire::ObjectChunk c{static_cast<bool>(data), f.offset, data ? data->size() : 0, {}};
+        if (data) {
+          if (f.offset > data->size() || f.length > opt_.chunk) {
+            throw wire::WireError(wire::ErrorCode::kBadRequest, "chunk out of range or over the chunk size");
+          }
+          c.data.data = data->substr(f.offset, std::min<uint64_t>(f.length, data->size() - f.offset));
+        }
+        reply = wire::encode(c, env.request_id);
+      } catch (const wire::WireError& e) {
+        reply = wire::encode(wire::Error{static_cast<int32_t>(e.code), e.what()});
+      } catch (const std::exception& e) {
+        reply = wire::encode(wire::Error{static_cast<int32_t>(wire::ErrorCode::kMalformed), e.what()});
+      }
+      transport::send_routed(server_, m->peer, reply);
+    }
+  }
+}
+
+ObjectRef NodeObjectStore::insert(const std::string& id, std::shared_ptr<const std::string> data, uint64_t digest,
+                                  bool pinned, std::vector<std::string>& evicted) {
+  const uint64_t size = data->size();
+  if (bytes_ + size > opt_.capacity) {
+    std::vector<std::pair<uint64_t, std::string>> candidates;  // (last use, id)
+    for (const auto& [key, e] : entries_) {
+      if (!e.pinned && e.data.use_count() == 1) candidates.emplace_back(e.last_use, key);
+    }
+    std::sort(candidates.begin(), candidates.end());
+    for (const auto& [_, key] : candidates) {
+      if (bytes_ + size <= opt_.capacity) break;
+      bytes_ -= entries_[key].data->size();
+      entries_.erase(key);
+      evicted.push_back(key);
+      stats_.evictions += 1;
+    }
+    if (bytes_ + size > opt_.capacity) {
+      throw RejectedError("object store full: '" + id + "' needs " + std::to_string(size) + " bytes, " +
+                          std::to_string(opt_.capacity - bytes_) + " of " + std::to_string(opt_.capacity) +
+                          " are free and the rest are pinned or being read (join --object-store-mb)");
+    }
+  }
+  Entry& e = entries_[id];
+  e.data = std::move(data);
+  e.digest = digest;
+  e.pinned = pinned;
+  e.last_use = ++tick_;
+  bytes_ += size;
+  return e.data;
+}
+
+void NodeObjectStore::tell_evicted(const std::vector<std::string>& ids) {
+  for (const auto& id : ids) head_.send(wire::MsgType::kObjectDrop, pack(wire::ObjectDrop{id, opt_.node_id}));
+}
+
+void NodeObjectStore::announce(const std::string& id, const Entry& e) {
+  head_.send(wire::MsgType::kObjectAdd,
+             pack(wire::ObjectAdd{id, opt_.node_id, address_, e.data->size(), e.digest}));
+}
+
+void NodeObjectStore::put(const std::string& id, std::string bytes) {
+  if (id.empty()) throw RejectedError("an object needs an id");
+  const uint64_t digest = digest_of(bytes);
+  const uint64_t size = bytes.size();
+  std::vector<std::string> evicted;
+  {
+    std::lock_guard l(mu_);
+    auto it = entries_.find(id);
+    if (it != entries_.end()) {
+      if (it->second.digest != digest || it->second.data->size() != size) {
+        throw RejectedError("object '" + id + "' already exists with other bytes; objects are immutable");
+      }
+      it->second.pinned = true;
+      return;
+    }
+    insert(id, std::make_shared<const std::string>(std::move(bytes)), digest, true, evicted);
+  }
+  tell_evicted(evicted);
+  try {
+    head_.request(wire::MsgType::kObjectAdd, pack(wire::ObjectAdd{id, opt_.node_id, address_, size, digest}),
+                  opt_.request_timeout, "object directory");
+  } catch (...) {
+    std::lock_guard l(mu_);  // the head refused it (another node holds other bytes): not ours to keep
+    auto it = entries_.find(id);
+    if (it != entries_.end()) {
+      bytes_ -= it->second.data->size();
+      entries_.erase(it);
+    }
+    throw;
+  }
+}
+
+ObjectRef NodeObjectStore::get(const std::string& id, std::chrono::milliseconds timeout) {
+  std::promise<ObjectRef> mine;
+  {
+    std::unique_lock l(mu_);
+    auto it = entries_.find(id);
+    if (it != entries_.end()) {  // this node's memory: every slot reads the same bytes
+      it->second.last_use = ++tick_;
+      stats_.local_hits += 1;
+      return it->second.data;
+    }
+    auto f = inflight_.find(id);
+    if (f != inflight_.end()) {  // a sibling slot is copying it: wait for that copy
+      std::shared_future<ObjectRef> copying = f->second;
+      stats_.local_hits += 1;
+      l.unlock();
+      return copying.get();
+    }
+    inflight_.emplace(id, mine.get_future().share());
+  }
+  try {
+    ObjectRef r = fetch(id, timeout);
+    mine.set_value(r);
+    std::lock_guard l(mu_);
+    inflight_.erase(id);
+    return r;
+  } catch (...) {
+    mine.set_exception(std::current_exception());
+    std::lock_guard l(mu_);
+    inflight_.erase(id);
+    throw;
+  }
+}
+
+ObjectRef NodeObjectStore::fetch(const std::string& id, std::chrono::milliseconds timeout) {
+  // Its own channel: a long wait must not hold up this node's other requests.
+  client::HeadRequester where(opt_.head, "where-");
+  auto env = where.request(wire::MsgType::kObjectWhere, pack(wire::ObjectWhere{id, timeout.count()}),
+                           timeout + opt_.request_timeout, "object directory");
+  auto loc = env.body<wire::ObjectLocations>();
+  if (!loc.found) {
+    throw TimeoutError("no copy of object '" + id + "' was put within " + std::to_string(timeout.count()) + " ms");
+  }
+  std::string failures;
+  for (size_t i = 0; i < loc.addresses.size(); ++i) {
+    if (loc.node_ids[i] == opt_.node_id) continue;  // evicted here since the head heard of it
+    try {
+      ObjectRef data = copy_from(loc.addresses[i], id, loc.size, loc.digest);
+      std::vector<std::string> evicted;
+      ObjectRef kept;
+      {
+        std::lock_guard l(mu_);
+        auto it = entries_.find(id);
+        kept = it != entries_.end() ? it->second.data : insert(id, data, loc.digest, false, evicted);
+        stats_.fetches += 1;
+        stats_.fetched_bytes += data->size();
+      }
+      tell_evicted(evicted);
+      head_.send(wire::MsgType::kObjectAdd, pack(wire::ObjectAdd{id, opt_.node_id, address_, loc.size, loc.digest}));
+      return kept;
+    } catch (const RejectedError&) {
+      throw;  // no room here: another holder would not help
+    } catch (const std::exception& e) {
+      spdlog::warn("object '{}': copy from {} failed: {}", id, loc.addresses[i], e.what());
+      failures += std::string(failures.empty() ? "" : "; ") + loc.addresses[i] + ": " + e.what();
+    }
+  }
+  throw ConnectionError("could not copy object '" + id + "' from any of its " + std::to_string(loc.addresses.size()) +
+                        " holder(s): " + failures);
+}
+
+ObjectRef NodeObjectStore::copy_from(const std::string& address, const std::string& id, uint64_t size,
+                                     uint64_t digest) {
+  zmq::socket_t s = transport::make_dealer(transport::endpoint(address), "fetch-" + common::random_id(), false);
+  s.set(zmq::sockopt::linger, 0);
+  auto out = std::make_shared<std::string>(size, '\0');
+  const uint64_t chunks = size == 0 ? 1 : (size + opt_.chunk - 1) / opt_.chunk;
+  uint64_t sent = 0, received = 0;
+  auto request = [&] {
+    const uint64_t offset = sent * opt_.chunk;
+    transport::send(s, wire::encode(wire::ObjectFetch{id, offset, std::min<uint64_t>(opt_.chunk, size - offset)},
+                                    sent + 1));
+    ++sent;
+  };
+  while (sent < chunks && sent < static_cast<uint64_t>(kWindow)) request();
+  zmq::pollitem_t items[] = {{s.handle(), 0, ZMQ_POLLIN, 0}};
+  while (received < chunks) {
+    if (zmq::poll(items, 1, opt_.request_timeout) == 0) {
+      throw ConnectionError("no chunk within " + std::to_string(opt_.request_timeout.count()) + " ms");
+    }
+    while (auto m = transport::try_recv(s)) {
+      wire::Envelope env = wire::decode(std::string_view(static_cast<const char*>(m->data()), m->size()));
+      if (env.type == wire::MsgType::kError) throw ConnectionError(env.body<wire::Error>().message);
+      auto c = env.body<wire::ObjectChunk>();
+      if (!c.found) throw ConnectionError("the holder no longer has it");
+      if (c.total != size || c.offset + c.data.data.size() > size) throw ConnectionError("a chunk does not fit");
+      std::memcpy(out->data() + c.offset, c.data.data.data(), c.data.data.size());
+      ++received;
+      if (sent < chunks) request();
+    }
+  }
+  if (digest_of(*out) != digest) throw ConnectionError("the copy's digest does not match");
+  return out;
+}
+
+bool NodeObjectStore::contains(const std::string& id) const {
+  std::lock_guard l(mu_);
+  return entries_.count(id) > 0;
+}
+
+void NodeObjectStore::release(const std::string& id) {
+  std::lock_guard l(mu_);
+  auto it = entries_.find(id);
+  if (it != entries_.end()) it->second.pinned = false;
+}
+
+ObjectStats NodeObjectStore::stats() const {
+  std::lock_guard l(mu_);
+  ObjectStats s = stats_;
+  s.objects = entries_.size();
+  s.bytes = bytes_;
+  return s;
+}
+
+void NodeObjectStore::announce_all() {
+  std::lock_guard l(mu_);
+  for (const auto& [id, e] : entries_) announce(id, e);
+}
+
+}  // namespace spotlight::objects

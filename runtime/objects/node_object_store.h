@@ -1,0 +1,85 @@
+// The node's object store (spotlight/objects.h): one per node, shared by its
+// slots. Copies live in this process's memory; an object server thread
+// hands chunks of them to other nodes; the head's directory says where
+// copies are. See docs/objects.md.
+#pragma once
+
+#include <atomic>
+#include <future>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "client/head_requester.h"
+#include "spotlight/objects.h"
+#include "transport/socket.h"
+#include "wire/messages.h"
+
+namespace spotlight::objects {
+
+struct StoreOptions {
+  std::string head;            // HOST:PORT of the head
+  std::string node_id;
+  std::string advertise_host;  // where other nodes reach this node's object server
+  uint64_t capacity = 2ull << 30;
+  size_t chunk = 8u << 20;     // bytes per fetched chunk (under the frame limit)
+  std::chrono::milliseconds request_timeout{10000};
+};
+
+// The digest the directory compares: the same id must name the same bytes.
+uint64_t digest_of(std::string_view bytes);
+
+class NodeObjectStore final : public ObjectStore {
+ public:
+  explicit NodeObjectStore(StoreOptions options);
+  ~NodeObjectStore() override;
+  NodeObjectStore(const NodeObjectStore&) = delete;
+  NodeObjectStore& operator=(const NodeObjectStore&) = delete;
+
+  void put(const std::string& id, std::string bytes) override;
+  ObjectRef get(const std::string& id, std::chrono::milliseconds timeout) override;
+  bool contains(const std::string& id) const override;
+  void release(const std::string& id) override;
+  ObjectStats stats() const override;
+
+  // Tells the head again about every copy held here (a head that welcomed
+  // this node anew, restarted or not, has forgotten them). Does not wait.
+  void announce_all();
+  // HOST:PORT of this node's object server.
+  const std::string& address() const { return address_; }
+
+ private:
+  struct Entry {
+    ObjectRef data;
+    uint64_t digest = 0;
+    bool pinned = false;  // the putter's copy, until released
+    uint64_t last_use = 0;
+  };
+  // Adds a copy, evicting unpinned, unread copies (least recently used
+  // first) to make room; throws RejectedError when there is none. mu_ held.
+  ObjectRef insert(const std::string& id, std::shared_ptr<const std::string> data, uint64_t digest, bool pinned,
+                   std::vector<std::string>& evicted);
+  void announce(const std::string& id, const Entry& e);
+  void tell_evicted(const std::vector<std::string>& ids);
+  ObjectRef fetch(const std::string& id, std::chrono::milliseconds timeout);
+  ObjectRef copy_from(const std::string& address, const std::string& id, uint64_t size, uint64_t digest);
+  void serve();
+
+  StoreOptions opt_;
+  std::string address_;
+  client::HeadRequester head_;
+  mutable std::mutex mu_;
+  std::map<std::string, Entry> entries_;
+  std::map<std::string, std::shared_future<ObjectRef>> inflight_;  // fetches under way, by id
+  uint64_t bytes_ = 0;
+  uint64_t tick_ = 0;
+  ObjectStats stats_;
+  zmq::socket_t server_;
+  std::atomic<bool> stop_{false};
+  std::thread server_thread_;
+};
+
+}  // namespace spotlight::objects
