@@ -64,16 +64,29 @@ std::pair<torch::Tensor, torch::Tensor> ulysses_joint_attention(
     const torch::Tensor& kx, const torch::Tensor& vx, const torch::Tensor& key_mask, collective::Communicator& comm) {
   const int d = comm.size(), r = comm.rank();
   const auto H = qc.size(1), L = qc.size(2);
+  const auto B = qx.size(0), n = qx.size(2), dh = qx.size(3);
   check_divides(H, d, "heads");
   const auto h = H / d;
+  // Two exchanges per attention instead of five: a collective costs a round
+  // of messages among d processes, far more than its few kilobytes.
+  // 1. q, k and v of my tokens go out together: [3, B, H, n, dh] ->
+  //    [d (head group = destination), 3, B, h, n, dh].
+  auto in = exchange(torch::stack({qx, kx, vx}).view({3, B, d, h, n, dh}).permute({2, 0, 1, 3, 4, 5}), comm);
+  //    [d (source = token block), 3, B, h, n, dh] -> [3, B, h, d*n, dh]
+  auto qkv = in.permute({1, 2, 3, 0, 4, 5}).reshape({3, B, h, d * n, dh});
   auto mine = [&](const torch::Tensor& t) { return t.narrow(1, r * h, h); };  // this rank's heads of the text
-  auto q = torch::cat({mine(qc), seq_to_heads(qx, comm)}, 2);
-  auto k = torch::cat({mine(kc), seq_to_heads(kx, comm)}, 2);
-  auto v = torch::cat({mine(vc), seq_to_heads(vx, comm)}, 2);
-  auto out = attention(q, k, v, key_mask);  // [B, h, L + N, dh]
-  auto out_c = gather_heads(out.narrow(2, 0, L), comm);
-  auto out_x = heads_to_seq(out.narrow(2, L, out.size(2) - L), comm);
-  return {out_c, out_x};
+  auto q = torch::cat({mine(qc), qkv[0]}, 2);
+  auto k = torch::cat({mine(kc), qkv[1]}, 2);
+  auto v = torch::cat({mine(vc), qkv[2]}, 2);
+  auto out = attention(q, k, v, key_mask);  // [B, h, L + d*n, dh]
+  // 2. Back in one exchange: rank s gets its token block of my heads' image
+  //    output, and the text output of my heads (the same to every rank).
+  auto out_x = out.narrow(2, L, d * n).reshape({B, h, d, n, dh}).permute({2, 0, 1, 3, 4});  // [d, B, h, n, dh]
+  auto out_c = out.narrow(2, 0, L).unsqueeze(0).expand({d, B, h, L, dh});
+  auto back = exchange(torch::cat({out_x, out_c}, 3), comm);  // [d (source = head group), B, h, n + L, dh]
+  auto image = back.narrow(3, 0, n).permute({1, 0, 2, 3, 4}).reshape({B, H, n, dh});
+  auto text = back.narrow(3, n, L).permute({1, 0, 2, 3, 4}).reshape({B, H, L, dh});
+  return {text, image};
 }
 
 }  // namespace spotlight::models

@@ -1,10 +1,11 @@
 // Sequence parallelism over the image tokens (DeepSpeed-Ulysses, as xDiT runs
 // it for MMDiTs): each of the d ranks of a group holds N/d image tokens and
 // the whole (short) text; everything but attention is token-wise and stays
-// local. Attention all-to-alls q, k and v from "my tokens, all heads" to "all
-// tokens, my H/d heads", attends over the whole [text, image] sequence, and
-// all-to-alls back; the text stream's output heads are all-gathered. The
-// heads and the image tokens must divide by d.
+// local. Attention all-to-alls q, k and v (in one exchange) from "my tokens,
+// all heads" to "all tokens, my H/d heads", attends over the whole [text,
+// image] sequence, and all-to-alls back in a second exchange that also
+// carries the text stream's output heads to every rank. The heads and the
+// image tokens must divide by d.
 //
 // Inference only (rollouts): the exchanges are not differentiable.
 #pragma once

@@ -133,6 +133,26 @@ class GlooCommunicator : public Communicator {
     });
   }
 
+  void send(const void* buffer, size_t bytes, int peer) override {
+    check_peer("send", peer);
+    if (bytes == 0) return;
+    run("send", [&] {
+      auto buf = ctx_->createUnboundBuffer(const_cast<void*>(buffer), bytes);
+      buf->send(peer, gloo::Slot::build(kPointToPointPrefix, sent_[peer]++));
+      if (!buf->waitSend(timeout_)) throw CollectiveError("timed out");
+    });
+  }
+
+  void recv(void* buffer, size_t bytes, int peer) override {
+    check_peer("recv", peer);
+    if (bytes == 0) return;
+    run("recv", [&] {
+      auto buf = ctx_->createUnboundBuffer(buffer, bytes);
+      buf->recv(peer, gloo::Slot::build(kPointToPointPrefix, received_[peer]++));
+      if (!buf->waitRecv(timeout_)) throw CollectiveError("timed out");
+    });
+  }
+
   void barrier() override {
     run("barrier", [&] {
       gloo::BarrierOptions o(ctx_);
@@ -146,6 +166,14 @@ class GlooCommunicator : public Communicator {
   // Every collective gets its own tag, the same sequence on every rank (they
   // call collectives in the same order), so that two in flight never mix.
   uint32_t next_tag() { return tag_++; }
+
+  // Outside Gloo's collective prefixes (0x01-0x08); one sequence per peer
+  // and direction, so that sends and receives pair up in call order.
+  static constexpr uint8_t kPointToPointPrefix = 0x50;
+  void check_peer(const char* what, int peer) const {
+    if (peer < 0 || peer >= size() || peer == rank())
+      throw CollectiveError(std::string(what) + ": peer " + std::to_string(peer) + " is not another member");
+  }
 
   // Gloo reports a dead or silent peer as gloo::IoException/EnforceNotMet:
   // one error type for callers, naming the operation and the epoch.
@@ -165,6 +193,7 @@ class GlooCommunicator : public Communicator {
   uint64_t epoch_;
   std::chrono::milliseconds timeout_;
   uint32_t tag_ = 1;
+  std::map<int, uint32_t> sent_, received_;
 };
 
 }  // namespace

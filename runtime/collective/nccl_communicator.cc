@@ -77,6 +77,20 @@ class Nccl : public NcclCommunicator {
     check_nccl(ncclAllReduce(buffer, buffer, count, nccl_type(type), nccl_op(op), comm_, stream_), "all_reduce");
     wait("all_reduce");
   }
+  void send(const void* buffer, size_t bytes, int peer) override {
+    check_peer("send", peer);
+    check_nccl(ncclSend(buffer, bytes, ncclUint8, peer, comm_, stream_), "send");
+    wait("send");
+  }
+  void recv(void* buffer, size_t bytes, int peer) override {
+    check_peer("recv", peer);
+    check_nccl(ncclRecv(buffer, bytes, ncclUint8, peer, comm_, stream_), "recv");
+    wait("recv");
+  }
+  void check_peer(const char* what, int peer) const {
+    if (peer < 0 || peer >= size_ || peer == rank_)
+      throw CollectiveError(std::string(what) + ": peer " + std::to_string(peer) + " is not another member");
+  }
   void barrier() override {
     check_nccl(ncclAllReduce(scratch_, scratch_, 1, ncclFloat32, ncclSum, comm_, stream_), "barrier");
     wait("barrier");

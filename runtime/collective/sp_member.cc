@@ -30,6 +30,12 @@ class SpMember::Guarded final : public collective::Communicator {
   void barrier() override {
     guard([&](auto& c) { c.barrier(); });
   }
+  void send(const void* buffer, size_t bytes, int peer) override {
+    guard([&](auto& c) { c.send(buffer, bytes, peer); });
+  }
+  void recv(void* buffer, size_t bytes, int peer) override {
+    guard([&](auto& c) { c.recv(buffer, bytes, peer); });
+  }
   bool broken() const { return !inner_; }
 
  private:
@@ -39,7 +45,7 @@ class SpMember::Guarded final : public collective::Communicator {
     try {
       f(*inner_);
     } catch (const collective::CollectiveError&) {
-      inner_.reset();
+      collective::retire(std::move(inner_));  // its sockets close: the peers' collectives fail too
       throw;
     }
   }
@@ -57,7 +63,7 @@ collective::Communicator& SpMember::communicator(const TaskContext& ctx) {
   const SpGroup* g = ctx.group();
   if (!g) throw std::logic_error("SpMember::communicator: this task does not run in an SP group");
   if (comm_ && !comm_->broken() && group_ == g->name && comm_->epoch() == g->epoch) return *comm_;
-  comm_.reset();  // the last formation's connections go before the new ones are made
+  if (comm_) collective::retire(std::move(comm_));  // the last formation's connections, in the background
   if (!kv_ || kv_address_ != ctx.head_address()) {
     kv_address_ = ctx.head_address();
     kv_ = head_kv(kv_address_);

@@ -85,6 +85,27 @@ bool exercise(Communicator& c) {
   double mn = 3.0 + me;
   c.all_reduce(&mn, 1, DataType::kFloat64, ReduceOp::kMin);
   ok = ok && mn == 3.0;
+  // send/recv: rank 0 sends each rank its own block, and gets one back from each.
+  std::vector<int64_t> p2p(300);
+  for (int s = 1; s < n; ++s) {
+    if (me == 0) {
+      std::iota(p2p.begin(), p2p.end(), int64_t{1000} * s);
+      c.send(p2p.data(), p2p.size() * sizeof(int64_t), s);
+    } else if (me == s) {
+      c.recv(p2p.data(), p2p.size() * sizeof(int64_t), 0);
+      for (size_t i = 0; i < p2p.size(); ++i) ok = ok && p2p[i] == int64_t{1000} * s + int64_t(i);
+    }
+  }
+  for (int s = 1; s < n; ++s) {
+    int64_t back = -1;
+    if (me == s) {
+      back = 7 * s;
+      c.send(&back, sizeof back, 0);
+    } else if (me == 0) {
+      c.recv(&back, sizeof back, s);
+      ok = ok && back == 7 * s;
+    }
+  }
   c.barrier();
   return ok;
 }
@@ -168,5 +189,7 @@ TEST(Collectives, BadArgumentsGetAClearError) {
   auto solo = make_gloo_communicator(*kv, "solo", 1, 0, 1);
   double x = 1;
   EXPECT_THROW(solo->broadcast(&x, sizeof x, 1), CollectiveError);
+  EXPECT_THROW(solo->send(&x, sizeof x, 0), CollectiveError) << "not to itself";
+  EXPECT_THROW(solo->recv(&x, sizeof x, 3), CollectiveError) << "not from a stranger";
   EXPECT_TRUE(exercise(*solo));
 }

@@ -6,16 +6,19 @@
 // processes load the shipped checkpoint, form epoch 1 and run SP forward
 // steps in a loop; one standby process (no weights) waits. The bench kills
 // member 1 with SIGKILL and announces the new membership (the survivors and
-// the standby) in the head's KV, standing in for the head's SP-group manager,
-// which is not built yet. Each member stamps CLOCK_MONOTONIC (one clock for
+// the standby) in the head's KV itself: these processes are not actors, so
+// the head's SP-group manager (runtime/head/sp_groups.cc, which needs one
+// probe round trip more) does not see them. Each member stamps CLOCK_MONOTONIC (one clock for
 // every process of this machine) as it passes each phase:
 //   detection      the survivor's collective fails (the killed peer's sockets close)
 //   agreement      it reads the new membership from the head's KV
 //   communicator   the Gloo communicator of epoch 2 is built
-//   weights        the standby has the weights, broadcast from a survivor
+//   weights        the standby has the weights, sent by a survivor (rank 0)
 //   first step     the first SP forward of epoch 2 is done
-// Then the restart baseline: stop every member, start d new processes that
-// load the checkpoint from its file, build a communicator and run one step.
+// Then the restart baseline: stop the group's processes, start d new ones
+// that load the checkpoint from its file, build a communicator and run one
+// step. The broken communicator is retired on a background thread
+// (collective::retire), off the re-forming member's path.
 //
 // With --rollout it checks correctness instead: a seeded SP rollout killed
 // after step 3 resumes in the re-formed group and must finish with the same
@@ -112,11 +115,28 @@ std::unique_ptr<collective::Communicator> join_epoch_two(collective::KvStore& kv
   return collective::make_gloo_communicator(kv, a.run, 2, rank, int(slots.size()), go);
 }
 
-// Rank 0 (a survivor) broadcasts its weights; a member without them loads them.
-void share_weights(collective::Communicator& comm, models::DiT& model, bool receive) {
+// Rank 0 (a survivor) sends its weights to the members that lack them
+// (the standby: the last rank), and to them only; every member knows which
+// ranks those are from the announced membership.
+void share_weights(collective::Communicator& comm, models::DiT& model, const std::vector<int>& lacking) {
   auto flat = flat_weights(model).contiguous();
-  comm.broadcast(flat.data_ptr(), size_t(flat.numel()) * sizeof(float), 0);
-  if (receive) load_flat_weights(model, flat);
+  const size_t bytes = size_t(flat.numel()) * sizeof(float);
+  for (int r : lacking) {
+    if (comm.rank() == 0) comm.send(flat.data_ptr(), bytes, r);
+    if (comm.rank() == r) {
+      comm.recv(flat.data_ptr(), bytes, 0);
+      load_flat_weights(model, flat);
+    }
+  }
+}
+
+// The ranks of epoch 2 without weights: the standby's (slot -1).
+std::vector<int> lacking_weights(const std::string& members) {
+  const auto slots = parse_ints(members);
+  std::vector<int> out;
+  for (size_t r = 0; r < slots.size(); ++r)
+    if (slots[r] < 0) out.push_back(int(r));
+  return out;
 }
 
 std::string to_bytes(const torch::Tensor& t) {
@@ -167,6 +187,7 @@ int rollout_member(const MemberArgs& a) {
       return 0;
     } catch (const std::exception&) {  // the group broke: re-form below
     }
+    collective::retire(std::move(comm));
   } else {
     model->forward(batch.x, batch.s, batch.tokens);  // a warm process
     kv->set(key(a.run, "ready/standby"), "1");
@@ -174,7 +195,7 @@ int rollout_member(const MemberArgs& a) {
   auto members = kv->wait(key(a.run, "epoch/2"), 120s);
   if (!members) return 2;
   auto comm = join_epoch_two(*kv, a, *members, go);
-  share_weights(*comm, model, a.standby);
+  share_weights(*comm, model, lacking_weights(*members));
   // The new rank 0 (the old one: slot 0 survives) has stopped writing: it
   // decides the resume point and sends it with the latent to everyone.
   auto x = models::initial_latent(cfg, seeds);
@@ -228,6 +249,7 @@ int member_main(const MemberArgs& a) {
     } catch (const std::exception&) {  // CollectiveError, or LibTorch's wrapping of it
       t_error = mono_ns();
     }
+    collective::retire(std::move(comm));  // closing the broken group's sockets is not on the way
   } else {
     // A standby slot is a live process (an explorer between rollouts): its
     // LibTorch is warm, only the weights of this group are missing.
@@ -241,7 +263,7 @@ int member_main(const MemberArgs& a) {
   const int64_t t_members = mono_ns();
   auto comm = join_epoch_two(*kv, a, *members, go);
   const int64_t t_comm = mono_ns();
-  share_weights(*comm, model, a.standby);
+  share_weights(*comm, model, lacking_weights(*members));
   const int64_t t_weights = mono_ns();
   sp_step(model, *comm, batch);
   const int64_t t_step = mono_ns();
@@ -313,12 +335,10 @@ Trial run_trial(const std::string& self, const std::string& head, const std::str
   tr.step_ms = (latest(4) - latest(3)) * ms;
   tr.reform_ms = (latest(4) - latest(0)) * ms;
   tr.warm_step_ms = warm_step_ns * ms;
-  kv->set(key(run, "exit"), "1");
-  for (pid_t p : pids) common::wait_exit(p, 10s);
-  common::wait_exit(standby, 10s);
-
-  // Restart baseline: the group is gone; start d fresh processes.
+  // Restart baseline: stop the group's processes, start d fresh ones.
   const int64_t t0 = mono_ns();
+  kv->set(key(run, "exit"), "1");  // the standby leaves too, outside the group
+  for (pid_t p : pids) common::wait_exit(p, 10s);
   std::vector<pid_t> fresh;
   for (int s = 0; s < d; ++s) fresh.push_back(common::spawn(member_argv(s, "--restart"), logdir + "/member.log"));
   int64_t done = 0;
@@ -332,6 +352,7 @@ Trial run_trial(const std::string& self, const std::string& head, const std::str
   }
   tr.restart_ms = (done - t0) * ms;
   for (pid_t p : fresh) common::wait_exit(p, 10s);
+  common::wait_exit(standby, 10s);
   return tr;
 }
 

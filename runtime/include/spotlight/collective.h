@@ -49,7 +49,19 @@ class Communicator {
   // In place, element-wise over count elements.
   virtual void all_reduce(void* buffer, size_t count, DataType type, ReduceOp op) = 0;
   virtual void barrier() = 0;
+  // Point to point: `bytes` from this rank to `peer`, which calls recv with
+  // the same size and this rank; pairs match in the order they are called.
+  // A send may wait until its receive is posted: order them without cycles.
+  // (A member that needs the weights gets them from one sibling, not from a
+  // broadcast that sends them to every member.)
+  virtual void send(const void* buffer, size_t bytes, int peer) = 0;
+  virtual void recv(void* buffer, size_t bytes, int peer) = 0;
 };
+
+// Destroys `comm` on a background thread. Closing a broken group's
+// connections takes 10-25 ms on a busy machine (measured: spotlight bench
+// sp); a member re-forming its group should not wait for it.
+void retire(std::unique_ptr<Communicator> comm);
 
 // Where members rendezvous: set a key once, read it, wait for it.
 class KvStore {
