@@ -13,6 +13,7 @@
 
 #include <csignal>
 #include <map>
+#include <mutex>
 #include <vector>
 
 #include "spotlight/collective.h"
@@ -196,6 +197,22 @@ class GlooCommunicator : public Communicator {
   std::map<int, uint32_t> sent_, received_;
 };
 
+// One TCP device (a listening socket and an event loop thread) per host
+// address per process, shared by every communicator alive on it: a member
+// that holds several communicators (the current one, those prepared for a
+// failure, one being retired) does not run a loop thread for each.
+std::shared_ptr<gloo::transport::Device> shared_device(const std::string& host) {
+  static std::mutex mu;
+  static std::map<std::string, std::weak_ptr<gloo::transport::Device>> devices;
+  std::lock_guard l(mu);
+  if (auto d = devices[host].lock()) return d;
+  gloo::transport::tcp::attr attr;
+  attr.hostname = host;
+  auto d = gloo::transport::tcp::CreateDevice(attr);
+  devices[host] = d;
+  return d;
+}
+
 }  // namespace
 
 std::unique_ptr<Communicator> make_gloo_communicator(KvStore& store, const std::string& group, uint64_t epoch,
@@ -208,9 +225,7 @@ std::unique_ptr<Communicator> make_gloo_communicator(KvStore& store, const std::
   // A handler the program installed itself is kept.
   if (auto prev = std::signal(SIGPIPE, SIG_IGN); prev != SIG_DFL && prev != SIG_ERR) std::signal(SIGPIPE, prev);
   try {
-    gloo::transport::tcp::attr attr;
-    attr.hostname = options.host;
-    auto device = gloo::transport::tcp::CreateDevice(attr);
+    auto device = shared_device(options.host);
     auto ctx = std::make_shared<gloo::rendezvous::Context>(rank, size);
     ctx->setTimeout(options.timeout);
     GlooStore gs(store, options.timeout);

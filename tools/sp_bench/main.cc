@@ -33,6 +33,7 @@
 #include <ctime>
 #include <filesystem>
 #include <iostream>
+#include <functional>
 #include <map>
 #include <sstream>
 
@@ -102,7 +103,39 @@ struct MemberArgs {
   std::string head, run, checkpoint;
   int slot = 0, degree = 2;
   bool standby = false, restart = false, rollout = false;
+  bool fresh = false;  // no communicators prepared ahead: re-form through a new rendezvous
 };
+
+// The membership that re-forms when `victim` dies: the other slots in order,
+// then the standby (-1).
+std::vector<int> without(int degree, int victim) {
+  std::vector<int> slots;
+  for (int s = 0; s < degree; ++s)
+    if (s != victim) slots.push_back(s);
+  slots.push_back(-1);
+  return slots;
+}
+
+// Communicators for every single failure, built while the group is whole
+// (Gloo cannot shrink a context as NCCL's ncclCommShrink does): the one for
+// the member that dies is ready when it dies. Each is a full mesh of its own;
+// every process builds them in order of the victim, so they never wait on
+// each other in a cycle. `warm` runs once on each (an SP step), so that
+// its pairs and every member's SP path have run before they are needed.
+std::map<int, std::unique_ptr<collective::Communicator>> prepare_communicators(
+    collective::KvStore& kv, const MemberArgs& a, const collective::GlooOptions& go,
+    const std::function<void(collective::Communicator&)>& warm) {
+  std::map<int, std::unique_ptr<collective::Communicator>> out;
+  const int me = a.standby ? -1 : a.slot;
+  for (int v = 0; v < a.degree; ++v) {
+    if (v == me) continue;
+    const auto slots = without(a.degree, v);
+    const int rank = int(std::find(slots.begin(), slots.end(), me) - slots.begin());
+    out[v] = collective::make_gloo_communicator(kv, a.run + "/without-" + std::to_string(v), 2, rank, a.degree, go);
+    warm(*out[v]);
+  }
+  return out;
+}
 
 // Joins epoch 2 from the announced membership ("slot,slot,...,-1": slots in
 // rank order, -1 the standby).
@@ -232,6 +265,8 @@ int member_main(const MemberArgs& a) {
   models::DiT model = a.standby ? models::DiT(models::dit_config("tiny")) : models::load_checkpoint(a.checkpoint).model;
   const auto batch = fixed_batch(model->config());
   int64_t t_error = 0;
+  std::map<int, std::unique_ptr<collective::Communicator>> prepared;
+  auto warm = [&](collective::Communicator& c) { sp_step(model, c, batch); };
   if (!a.standby) {
     auto comm = collective::make_gloo_communicator(*kv, a.run, 1, a.slot, a.degree, go);
     sp_step(model, *comm, batch);
@@ -243,6 +278,7 @@ int member_main(const MemberArgs& a) {
       steps.push_back(mono_ns() - t0);
     }
     std::sort(steps.begin(), steps.end());
+    if (!a.fresh) prepared = prepare_communicators(*kv, a, go, warm);
     kv->set(key(a.run, "ready/" + std::to_string(a.slot)), std::to_string(steps[steps.size() / 2]));
     try {
       for (;;) sp_step(model, *comm, batch);
@@ -255,13 +291,19 @@ int member_main(const MemberArgs& a) {
     // LibTorch is warm, only the weights of this group are missing.
     torch::NoGradGuard no_grad;
     model->forward(batch.x, batch.s, batch.tokens);
+    if (!a.fresh) prepared = prepare_communicators(*kv, a, go, warm);
     kv->set(key(a.run, "ready/standby"), "1");
   }
   // The new membership: slots in rank order, from the head's KV.
   auto members = kv->wait(key(a.run, "epoch/2"), 60s);
   if (!members) return 2;
   const int64_t t_members = mono_ns();
-  auto comm = join_epoch_two(*kv, a, *members, go);
+  std::unique_ptr<collective::Communicator> comm;
+  for (auto& [victim, c] : prepared) {
+    if (!comm && parse_ints(*members) == without(a.degree, victim)) comm = std::move(c);
+    else collective::retire(std::move(c));
+  }
+  if (!comm) comm = join_epoch_two(*kv, a, *members, go);  // not a single failure: a new rendezvous
   const int64_t t_comm = mono_ns();
   share_weights(*comm, model, lacking_weights(*members));
   const int64_t t_weights = mono_ns();
@@ -278,16 +320,18 @@ struct Trial {
   int degree = 0;
   double detect_ms = 0, agree_ms = 0, comm_ms = 0, weights_ms = 0, step_ms = 0, reform_ms = 0, restart_ms = 0;
   double warm_step_ms = 0;  // an ordinary step of the group before the kill (median of 5, slowest member)
+  double stop_ms = 0;       // of the restart: killing the group's processes
 };
 
 Trial run_trial(const std::string& self, const std::string& head, const std::string& checkpoint, int d,
-                const std::string& logdir) {
+                const std::string& logdir, bool fresh_rendezvous) {
   const std::string run = "d" + std::to_string(d) + "-" + std::to_string(::getpid());
   auto kv = head_kv(head);
   auto member_argv = [&](int slot, const char* extra) {
     std::vector<std::string> argv{self, "--member", "--head", head, "--run", run, "--slot", std::to_string(slot),
                                   "--degree", std::to_string(d), "--checkpoint", checkpoint};
     if (extra) argv.push_back(extra);
+    if (fresh_rendezvous) argv.push_back("--fresh");
     return argv;
   };
   std::vector<pid_t> pids;
@@ -335,10 +379,12 @@ Trial run_trial(const std::string& self, const std::string& head, const std::str
   tr.step_ms = (latest(4) - latest(3)) * ms;
   tr.reform_ms = (latest(4) - latest(0)) * ms;
   tr.warm_step_ms = warm_step_ns * ms;
-  // Restart baseline: stop the group's processes, start d fresh ones.
+  // Restart baseline: stop the group's processes (SIGKILL, the fastest
+  // stop there is), start d fresh ones.
   const int64_t t0 = mono_ns();
-  kv->set(key(run, "exit"), "1");  // the standby leaves too, outside the group
+  for (pid_t p : pids) common::signal_process(p, SIGKILL);
   for (pid_t p : pids) common::wait_exit(p, 10s);
+  const int64_t t_stopped = mono_ns();
   std::vector<pid_t> fresh;
   for (int s = 0; s < d; ++s) fresh.push_back(common::spawn(member_argv(s, "--restart"), logdir + "/member.log"));
   int64_t done = 0;
@@ -351,7 +397,9 @@ Trial run_trial(const std::string& self, const std::string& head, const std::str
     done = std::max(done, b);
   }
   tr.restart_ms = (done - t0) * ms;
+  tr.stop_ms = (t_stopped - t0) * ms;
   for (pid_t p : fresh) common::wait_exit(p, 10s);
+  kv->set(key(run, "exit"), "1");  // the standby leaves
   common::wait_exit(standby, 10s);
   return tr;
 }
@@ -422,6 +470,8 @@ int main(int argc, char** argv) {
   app.add_option("--slot", m.slot)->group("");
   app.add_option("--degree", m.degree)->group("");
   app.add_flag("--standby", m.standby)->group("");
+  app.add_flag("--fresh", m.fresh,
+               "re-form through a new rendezvous instead of the communicator prepared for a single failure");
   app.add_flag("--restart", m.restart)->group("");
   CLI11_PARSE(app, argc, argv);
   try {
@@ -452,20 +502,22 @@ int main(int argc, char** argv) {
     std::vector<Trial> trials;
     for (int d : ds) {
       std::cerr << "sp-bench: degree " << d << " ..." << std::endl;
-      trials.push_back(run_trial(self, address, std::filesystem::absolute(m.checkpoint).string(), d, dir));
+      trials.push_back(run_trial(self, address, std::filesystem::absolute(m.checkpoint).string(), d, dir, m.fresh));
     }
     stop_cluster(address);
     common::wait_exit(head, 10s);
+    std::printf("\ncommunicator of the re-formed group: %s\n",
+                m.fresh ? "a new rendezvous (--fresh)" : "prepared for a single failure while the group was whole");
     std::printf("\n| d | detection ms | agreement ms | communicator ms | weight copy ms | first step ms | "
-                "re-formation ms (excl. detection) | restart ms | restart / re-formation | warm step ms |\n");
+                "re-formation ms (excl. detection) | restart ms (of which stop) | restart / re-formation | warm step ms |\n");
     std::printf("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
     std::ostringstream js;
     js << "{";
     for (size_t i = 0; i < trials.size(); ++i) {
       const auto& t = trials[i];
-      std::printf("| %d | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1fx | %.1f |\n", t.degree, t.detect_ms,
-                  t.agree_ms, t.comm_ms, t.weights_ms, t.step_ms, t.reform_ms, t.restart_ms, t.restart_ms / t.reform_ms,
-                  t.warm_step_ms);
+      std::printf("| %d | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f (%.1f) | %.1fx | %.1f |\n", t.degree,
+                  t.detect_ms, t.agree_ms, t.comm_ms, t.weights_ms, t.step_ms, t.reform_ms, t.restart_ms, t.stop_ms,
+                  t.restart_ms / t.reform_ms, t.warm_step_ms);
       js << (i ? "," : "") << "\"reform_ms_d" << t.degree << "\":" << t.reform_ms << ",\"restart_ms_d" << t.degree
          << "\":" << t.restart_ms;
     }
