@@ -17,8 +17,9 @@
 //   first step     the first SP forward of epoch 2 is done
 // Then the restart baseline: stop the group's processes, start d new ones
 // that load the checkpoint from its file, build a communicator and run one
-// step. The broken communicator is retired on a background thread
-// (collective::retire), off the re-forming member's path.
+// step. The broken communicator is retired on a background thread at once
+// (collective::retire), the unused prepared ones after the new group's
+// first step: closing them is off the re-forming member's path.
 //
 // With --rollout it checks correctness instead: a seeded SP rollout killed
 // after step 3 resumes in the re-formed group and must finish with the same
@@ -266,6 +267,7 @@ int member_main(const MemberArgs& a) {
   const auto batch = fixed_batch(model->config());
   int64_t t_error = 0;
   std::map<int, std::unique_ptr<collective::Communicator>> prepared;
+  std::vector<std::unique_ptr<collective::Communicator>> done_with;  // unused prepared ones, retired after the first step
   auto warm = [&](collective::Communicator& c) { sp_step(model, c, batch); };
   if (!a.standby) {
     auto comm = collective::make_gloo_communicator(*kv, a.run, 1, a.slot, a.degree, go);
@@ -285,7 +287,9 @@ int member_main(const MemberArgs& a) {
     } catch (const std::exception&) {  // CollectiveError, or LibTorch's wrapping of it
       t_error = mono_ns();
     }
-    collective::retire(std::move(comm));  // closing the broken group's sockets is not on the way
+    // Closed at once, on a background thread: its dead pairs keep the
+    // process's Gloo event loop busy until they are gone.
+    collective::retire(std::move(comm));
   } else {
     // A standby slot is a live process (an explorer between rollouts): its
     // LibTorch is warm, only the weights of this group are missing.
@@ -301,7 +305,7 @@ int member_main(const MemberArgs& a) {
   std::unique_ptr<collective::Communicator> comm;
   for (auto& [victim, c] : prepared) {
     if (!comm && parse_ints(*members) == without(a.degree, victim)) comm = std::move(c);
-    else collective::retire(std::move(c));
+    else done_with.push_back(std::move(c));
   }
   if (!comm) comm = join_epoch_two(*kv, a, *members, go);  // not a single failure: a new rendezvous
   const int64_t t_comm = mono_ns();
@@ -309,6 +313,7 @@ int member_main(const MemberArgs& a) {
   const int64_t t_weights = mono_ns();
   sp_step(model, *comm, batch);
   const int64_t t_step = mono_ns();
+  for (auto& c : done_with) collective::retire(std::move(c));
   std::ostringstream ts;
   ts << t_error << " " << t_members << " " << t_comm << " " << t_weights << " " << t_step;
   kv->set(key(a.run, "reformed/" + std::to_string(comm->rank())), ts.str());
