@@ -57,6 +57,12 @@ class SpMember::Guarded final : public collective::Communicator {
 SpMember::SpMember(collective::GlooOptions options) : options_(std::move(options)) {}
 SpMember::~SpMember() = default;
 
+bool SpMember::should_yield(const TaskContext& ctx) {
+  int64_t any = ctx.should_yield() ? 1 : 0;
+  communicator(ctx).all_reduce(&any, 1, collective::DataType::kInt64, collective::ReduceOp::kMax);
+  return any != 0;
+}
+
 uint64_t SpMember::epoch() const { return comm_ ? comm_->epoch() : 0; }
 
 collective::Communicator& SpMember::communicator(const TaskContext& ctx) {

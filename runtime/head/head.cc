@@ -596,7 +596,9 @@ void Head::start_drain(Node& n) {
   for (uint64_t id : ids) {
     Actor& a = state_.actors[id];
     a.credit = 0;  // nothing new for it here
-    if (a.leased == 0) move_actor(a);
+    // A member of an SP group that runs a task stays until the group yields
+    // the task (every member sees the notice through its group, sp_groups.cc).
+    if (a.leased == 0 && !in_busy_group(a)) move_actor(a);
   }
 }
 

@@ -97,10 +97,14 @@ class Head {
   // from the members that are free, placed and on nodes known to be alive.
   void form_groups();
   void dispatch_groups(Pool& pool);
-  // Ends the group (its task back to the front of the mailbox, no attempt
-  // used) and probes its members' nodes before they join another group.
-  void break_group(Pool& pool, uint64_t group_id, const char* why);
+  // Ends the group and probes its members' nodes before they join another
+  // group. Its task goes back to the front of the mailbox (no attempt used)
+  // now, or, with `requeue` false, when rank 0 yields it: members that left
+  // with notice yielded after the same commit as rank 0.
+  void break_group(Pool& pool, uint64_t group_id, const char* why, bool requeue = true);
   bool free_for_group(const Actor& a) const;
+  // A member of an SP group that runs a task now.
+  bool in_busy_group(const Actor& a) const;
   // A completion from an SP member that does not hold the task's lease:
   // true if `c` was one (and was dealt with).
   bool on_member_done(wire::Completion& c);

@@ -8,6 +8,10 @@
 // using an attempt, and resumes in the next group from its last commit; the
 // survivors keep their processes and their weights.
 //
+// A member whose node has notice (drain) keeps its group until the group's
+// task yields at a step all members agree on, so no step is lost; then the
+// group breaks and re-forms without it.
+//
 // Before the members of a broken group join a new one, the head probes their
 // nodes: a member that died with its node never answers, so it is left out
 // long before its missed heartbeats declare the node dead.
@@ -23,23 +27,39 @@ bool Head::free_for_group(const Actor& a) const {
   return nit != state_.nodes.end() && nit->second.alive && !nit->second.draining && nit->second.probe == 0;
 }
 
+bool Head::in_busy_group(const Actor& a) const {
+  if (a.group == 0) return false;
+  auto pit = state_.pools.find(a.rec.pool);
+  if (pit == state_.pools.end()) return false;
+  auto git = pit->second.groups.find(a.group);
+  return git != pit->second.groups.end() && git->second.task != 0;
+}
+
 void Head::form_groups() {
   for (auto& [name, pool] : state_.pools) {
     const int32_t d = pool.rec.sp_degree;
     if (d <= 1) continue;
-    std::vector<uint64_t> lost;
+    std::vector<std::pair<uint64_t, bool>> lost;  // (group, a member crashed)
     for (const auto& [gid, g] : pool.groups) {
-      for (uint64_t id : g.members) {
-        const Actor& a = state_.actors[id];
+      bool broken = false, crashed = false;
+      for (size_t r = 0; r < g.members.size(); ++r) {
+        const Actor& a = state_.actors[g.members[r]];
         auto nit = state_.nodes.find(a.node);
+        // A member with notice: a running task yields first (the members
+        // agree on the step through SpMember::should_yield); then it breaks.
         if (a.phase != ActorPhase::kReady || a.group != gid || nit == state_.nodes.end() ||
-            !nit->second.alive || nit->second.draining) {
-          lost.push_back(gid);
-          break;
+            !nit->second.alive || (nit->second.draining && g.task == 0)) {
+          broken = true;
+          // Left with notice (drained, said goodbye) or crashed?
+          auto was = state_.nodes.find(g.nodes[r]);
+          crashed |= was == state_.nodes.end() || !was->second.draining;
         }
       }
+      if (broken) lost.emplace_back(gid, crashed);
     }
-    for (uint64_t gid : lost) break_group(pool, gid, "a member was lost");
+    for (auto [gid, crashed] : lost) {
+      break_group(pool, gid, crashed ? "a member was lost" : "a member left with notice", crashed);
+    }
 
     std::vector<uint64_t> free;
     for (uint64_t id : pool.members) {
@@ -51,7 +71,10 @@ void Head::form_groups() {
       g.epoch = ++next_sp_epoch_;
       g.members.assign(free.begin() + static_cast<std::ptrdiff_t>(k),
                        free.begin() + static_cast<std::ptrdiff_t>(k + d));
-      for (uint64_t id : g.members) state_.actors[id].group = g.id;
+      for (uint64_t id : g.members) {
+        state_.actors[id].group = g.id;
+        g.nodes.push_back(state_.actors[id].node);
+      }
       spdlog::info("SP group {}/sp{} formed, epoch {}: {} members", name, g.id, g.epoch, d);
       count("sp_groups_formed");
       pool.groups.emplace(g.id, std::move(g));
@@ -72,12 +95,12 @@ void Head::dispatch_groups(Pool& pool) {
   }
 }
 
-void Head::break_group(Pool& pool, uint64_t group_id, const char* why) {
+void Head::break_group(Pool& pool, uint64_t group_id, const char* why, bool requeue) {
   auto git = pool.groups.find(group_id);
   if (git == pool.groups.end()) return;
   SpGroupState g = std::move(git->second);
   pool.groups.erase(git);
-  if (g.task != 0) {
+  if (g.task != 0 && requeue) {
     auto it = state_.tasks.find(g.task);
     if (it != state_.tasks.end() && it->second.state == TaskState::kLeased && it->second.epoch == g.lease) {
       end_lease(it->second);
@@ -122,7 +145,13 @@ bool Head::on_member_done(wire::Completion& c) {
     return true;
   }
   if (c.kind == static_cast<int32_t>(ErrorKind::kPreempted)) {
-    break_group(pool, a.group, "a member gave its task back");
+    if (c.error_type == "group_broken") {  // its collective failed: a member may be dead
+      break_group(pool, a.group, "a member's collective failed");
+    } else {
+      // A yield: rank 0 yields at the same step, and its completion (after
+      // its last commit, on the same connection) ends the lease.
+      count("sp_member_yields");
+    }
     return true;
   }
   // The method itself failed on a member: the call fails with that error.

@@ -109,6 +109,7 @@ struct SpGroupState {
   uint64_t id = 0;      // the group is named "<pool>/sp<id>"
   uint64_t epoch = 0;   // this formation; unique in the head's life and beyond (boot in the high bits)
   std::vector<uint64_t> members;  // actor ids, by rank
+  std::vector<std::string> nodes;  // where each member was when the group formed
   uint64_t task = 0;    // the task it runs, 0 when idle
   uint64_t lease = 0;   // that task's lease epoch
 };

@@ -80,20 +80,33 @@ TEST(SpGroups, PoolFormsGroupsAndEachCallRunsOnEveryMember) {
   EXPECT_EQ(counter(after, "sp_groups_broken"), 0u);
 }
 
+constexpr int64_t kSteps = 30;
+
+// Three nodes of one slot, a pool of 3 at degree 2 (one group and a free
+// member), and a call of kSteps steps that has committed a few of them.
+struct BusyGroup {
+  LocalCluster cluster{sp_cluster(3)};
+  Runtime rt = cluster.connect();
+  Future<SpReport> f;
+  ClusterStatus before;
+  SpGroupStatus group;
+  BusyGroup() {
+    auto pool = rt.pool<SpSummer>("sp", on_market("any").members(3).sequence_parallel(2));
+    f = pool.call(&SpSummer::run, kSteps, int64_t{40});
+    EXPECT_TRUE(wait_for_status(cluster.address(), [&](const ClusterStatus& s) {
+      before = s;
+      return counter(s, "commits") >= 5 && s.groups.size() == 1 && s.groups[0].task != 0;
+    }));
+    if (!before.groups.empty()) group = before.groups[0];
+  }
+};
+
 // Kills the node of one member (rank `victim_rank`) while the group runs a
 // call; a third, free member takes its place.
 void kill_member_mid_call(int victim_rank) {
-  LocalCluster cluster(sp_cluster(3));
-  auto rt = cluster.connect();
-  auto pool = rt.pool<SpSummer>("sp", on_market("any").members(3).sequence_parallel(2));
-  constexpr int64_t kSteps = 30;
-  auto f = pool.call(&SpSummer::run, kSteps, int64_t{40});
-  ClusterStatus before;
-  ASSERT_TRUE(wait_for_status(cluster.address(), [&](const ClusterStatus& s) {
-    before = s;
-    return counter(s, "commits") >= 5 && s.groups.size() == 1 && s.groups[0].task != 0;
-  }));
-  const SpGroupStatus group = before.groups[0];
+  BusyGroup b;
+  ASSERT_EQ(b.group.members.size(), 2u);
+  auto& [cluster, rt, f, before, group] = b;
   const uint64_t victim = group.members[victim_rank];
   const uint64_t survivor = group.members[1 - victim_rank];
   const NodeStatus* victim_node = node_of_actor(before, victim);
@@ -128,6 +141,42 @@ void kill_member_mid_call(int victim_rank) {
 
 TEST(SpGroups, KillNineOfRankOneReformsAroundTheSurvivorAndResumes) { kill_member_mid_call(1); }
 TEST(SpGroups, KillNineOfRankZeroReformsAroundTheSurvivorAndResumes) { kill_member_mid_call(0); }
+
+// SIGTERM to the node of one member mid-call: the node has notice, the
+// whole group yields after the same step (SpMember::should_yield), and the
+// call resumes in a new group without computing any step twice.
+void drain_member_mid_call(int victim_rank) {
+  BusyGroup b;
+  ASSERT_EQ(b.group.members.size(), 2u);
+  auto& [cluster, rt, f, before, group] = b;
+  const uint64_t victim = group.members[victim_rank];
+  const NodeStatus* victim_node = node_of_actor(before, victim);
+  ASSERT_NE(victim_node, nullptr);
+  const std::string victim_id = victim_node->id;
+  common::signal_process(static_cast<pid_t>(victim_node->pid), SIGTERM);
+
+  SpReport r = f.get(std::chrono::seconds(60));
+  EXPECT_EQ(r.total, sp_expected_total(kSteps, 2));
+  EXPECT_EQ(r.attempt, 1u) << "a yield is not a failed attempt";
+  EXPECT_TRUE(r.resumed);
+  EXPECT_GT(r.epoch, group.epoch);
+  EXPECT_EQ(std::count(r.members.begin(), r.members.end(), victim), 0) << "the member with notice left";
+  EXPECT_LE(r.steps_run, kSteps) << "rank 0's actor computed no step twice";
+  ClusterStatus after;
+  EXPECT_TRUE(wait_for_status(cluster.address(), [&](const ClusterStatus& s) {
+    after = s;
+    for (const auto& n : s.nodes) {
+      if (n.id == victim_id) return n.state == "dead";
+    }
+    return false;
+  })) << "the drained node left";
+  EXPECT_EQ(counter(after, "commits"), static_cast<uint64_t>(kSteps)) << "with notice no step is computed twice";
+  EXPECT_EQ(counter(after, "nodes_lost"), 0u);
+  EXPECT_GE(counter(after, "tasks_handed_back"), 1u);
+}
+
+TEST(SpGroups, DrainOfRankOnesNodeYieldsTheGroupAndLosesNoStep) { drain_member_mid_call(1); }
+TEST(SpGroups, DrainOfRankZerosNodeYieldsTheGroupAndLosesNoStep) { drain_member_mid_call(0); }
 
 TEST(SpGroups, AMemberThatJoinsLateCompletesAGroup) {
   LocalCluster cluster(sp_cluster(1));

@@ -19,6 +19,8 @@ SpReport SpSummer::run(spotlight::TaskContext& ctx, int64_t steps, int64_t step_
     p.total += v;
     p.step += 1;
     ctx.commit_value(p);
+    ++steps_run_;
+    if (p.step < steps && sp_.should_yield(ctx)) ctx.yield();  // the whole group, after the same step
   }
   r.total = p.total;
   r.resumed = ctx.resumed();
@@ -28,6 +30,7 @@ SpReport SpSummer::run(spotlight::TaskContext& ctx, int64_t steps, int64_t step_
   r.members = g.members;
   r.pid = ::getpid();
   r.formations = sp_.formations();
+  r.steps_run = steps_run_;
   return r;
 }
 

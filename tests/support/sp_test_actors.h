@@ -26,7 +26,8 @@ struct SpReport {
   std::vector<uint64_t> members;  // by rank
   int64_t pid = 0;         // rank 0's process
   int32_t formations = 0;  // communicators rank 0 built so far
-  MSGPACK_DEFINE(total, started_at, resumed, attempt, epoch, group, members, pid, formations)
+  int64_t steps_run = 0;   // steps rank 0's actor computed in its life, in every attempt
+  MSGPACK_DEFINE(total, started_at, resumed, attempt, epoch, group, members, pid, formations, steps_run)
 };
 
 class SpSummer {
@@ -35,6 +36,7 @@ class SpSummer {
   SpReport run(spotlight::TaskContext& ctx, int64_t steps, int64_t step_ms);
 
  private:
+  int64_t steps_run_ = 0;
   spotlight::SpMember sp_{spotlight::collective::GlooOptions{"127.0.0.1", std::chrono::seconds(5)}};
 };
 

@@ -35,6 +35,11 @@ class SpMember {
   // task that does not run in a group, collective::CollectiveError if the
   // members do not all arrive (the task then goes back to its mailbox).
   collective::Communicator& communicator(const TaskContext& ctx);
+  // TaskContext::should_yield() agreed by the whole group: true on every
+  // member when any member's machine has notice (one all-reduce). Members
+  // that check it at the same step yield together, after the same commit,
+  // and none is left waiting in a collective for one that left.
+  bool should_yield(const TaskContext& ctx);
   // Epoch of the communicator held now (0: none).
   uint64_t epoch() const;
   // Communicators built so far (one per formation this member was part of).
