@@ -44,7 +44,15 @@ std::string host_toward(const std::string& head) {
 }
 }  // namespace
 
-uint64_t digest_of(std::string_view bytes) { return std::hash<std::string_view>{}(bytes); }
+uint64_t digest_step(uint64_t acc, std::string_view block) {
+  return (acc ^ std::hash<std::string_view>{}(block)) * 0x100000001B3ull;
+}
+
+uint64_t digest_of(std::string_view bytes) {
+  uint64_t acc = bytes.size();
+  for (size_t off = 0; off < bytes.size(); off += kDigestBlock) acc = digest_step(acc, bytes.substr(off, kDigestBlock));
+  return acc;
+}
 
 NodeObjectStore::NodeObjectStore(StoreOptions options)
     : opt_(std::move(options)), head_(opt_.head, "objects-") {
@@ -72,6 +80,8 @@ void NodeObjectStore::serve() {
     }
     while (auto m = transport::try_recv_routed(server_)) {
       std::string reply;
+      ObjectRef data;  // the copy a chunk is sent from, without copying it first
+      uint64_t offset = 0, length = 0;
       try {
         wire::Envelope env =
             wire::decode(std::string_view(static_cast<const char*>(m->payload.data()), m->payload.size()));
@@ -80,27 +90,51 @@ void NodeObjectStore::serve() {
                                 std::string("an object server serves ObjectFetch, not ") + wire::to_string(env.type));
         }
         auto f = env.body<wire::ObjectFetch>();
-        ObjectRef data;
         {
           std::lock_guard l(mu_);
           auto it = entries_.find(f.id);
           if (it != entries_.end()) data = it->second.data;  // the copy stays alive while we read it
         }
+        // The chunk's bytes follow the envelope as a second frame, straight
+        // from the stored copy (the envelope's own data stays empty).
         wire::ObjectChunk c{static_cast<bool>(data), f.offset, data ? data->size() : 0, {}};
         if (data) {
           if (f.offset > data->size() || f.length > opt_.chunk) {
             throw wire::WireError(wire::ErrorCode::kBadRequest, "chunk out of range or over the chunk size");
           }
-          c.data.data = data->substr(f.offset, std::min<uint64_t>(f.length, data->size() - f.offset));
+          offset = f.offset;
+          length = std::min<uint64_t>(f.length, data->size() - f.offset);
         }
         reply = wire::encode(c, env.request_id);
       } catch (const wire::WireError& e) {
+        data.reset();
         reply = wire::encode(wire::Error{static_cast<int32_t>(e.code), e.what()});
       } catch (const std::exception& e) {
+        data.reset();
         reply = wire::encode(wire::Error{static_cast<int32_t>(wire::ErrorCode::kMalformed), e.what()});
       }
-      transport::send_routed(server_, m->peer, reply);
+      send_chunk(m->peer, reply, std::move(data), offset, length);
     }
+  }
+}
+
+void NodeObjectStore::send_chunk(const std::string& peer, const std::string& envelope, ObjectRef data,
+                                  uint64_t offset, uint64_t length) {
+  try {
+    if (!server_.send(zmq::buffer(peer), zmq::send_flags::sndmore | zmq::send_flags::dontwait)) return;
+    if (!data) {
+      server_.send(zmq::buffer(envelope), zmq::send_flags::dontwait);
+      return;
+    }
+    server_.send(zmq::buffer(envelope), zmq::send_flags::sndmore | zmq::send_flags::dontwait);
+    // Zero copy: ZeroMQ reads the stored bytes and drops our reference when sent.
+    auto* keep = new ObjectRef(std::move(data));
+    zmq::message_t bytes(
+        const_cast<char*>((*keep)->data() + offset), length,
+        [](void*, void* hint) { delete static_cast<ObjectRef*>(hint); }, keep);
+    server_.send(bytes, zmq::send_flags::dontwait);
+  } catch (const zmq::error_t& e) {
+    if (e.num() != EHOSTUNREACH) throw;  // the fetching node went away
   }
 }
 
@@ -260,23 +294,36 @@ ObjectRef NodeObjectStore::copy_from(const std::string& address, const std::stri
     ++sent;
   };
   while (sent < chunks && sent < static_cast<uint64_t>(kWindow)) request();
+  // The digest goes block by block as chunks arrive in order, while the
+  // next ones are on the wire; anything else is checked at the end.
+  uint64_t acc = size, digested = 0;
+  const bool incremental = opt_.chunk == kDigestBlock;
   zmq::pollitem_t items[] = {{s.handle(), 0, ZMQ_POLLIN, 0}};
   while (received < chunks) {
     if (zmq::poll(items, 1, opt_.request_timeout) == 0) {
       throw ConnectionError("no chunk within " + std::to_string(opt_.request_timeout.count()) + " ms");
     }
-    while (auto m = transport::try_recv(s)) {
-      wire::Envelope env = wire::decode(std::string_view(static_cast<const char*>(m->data()), m->size()));
+    zmq::message_t m;
+    while (s.recv(m, zmq::recv_flags::dontwait)) {
+      wire::Envelope env = wire::decode(std::string_view(static_cast<const char*>(m.data()), m.size()));
+      zmq::message_t bytes;  // the chunk's bytes: the frame after the envelope
+      if (m.more()) (void)s.recv(bytes, zmq::recv_flags::none);
       if (env.type == wire::MsgType::kError) throw ConnectionError(env.body<wire::Error>().message);
       auto c = env.body<wire::ObjectChunk>();
       if (!c.found) throw ConnectionError("the holder no longer has it");
-      if (c.total != size || c.offset + c.data.data.size() > size) throw ConnectionError("a chunk does not fit");
-      std::memcpy(out->data() + c.offset, c.data.data.data(), c.data.data.size());
+      if (c.total != size || c.offset + bytes.size() > size) throw ConnectionError("a chunk does not fit");
+      std::memcpy(out->data() + c.offset, bytes.data(), bytes.size());
+      if (incremental && c.offset == digested) {
+        acc = digest_step(acc, std::string_view(out->data() + c.offset, bytes.size()));
+        digested += bytes.size();
+      }
       ++received;
       if (sent < chunks) request();
     }
   }
-  if (digest_of(*out) != digest) throw ConnectionError("the copy's digest does not match");
+  if ((digested == size ? acc : digest_of(*out)) != digest) {
+    throw ConnectionError("the copy's digest does not match");
+  }
   return out;
 }
 

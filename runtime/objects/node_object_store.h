@@ -25,11 +25,15 @@ struct StoreOptions {
   std::string node_id;
   std::string advertise_host;  // where other nodes reach this node's object server
   uint64_t capacity = 2ull << 30;
-  size_t chunk = 8u << 20;     // bytes per fetched chunk (under the frame limit)
+  size_t chunk = 8u << 20;     // bytes per fetched chunk (under the frame limit); = kDigestBlock is fastest
   std::chrono::milliseconds request_timeout{10000};
 };
 
 // The digest the directory compares: the same id must name the same bytes.
+// Computed over blocks of kDigestBlock bytes in order, so that a copy is
+// checked block by block as its chunks arrive.
+inline constexpr size_t kDigestBlock = 8u << 20;
+uint64_t digest_step(uint64_t acc, std::string_view block);
 uint64_t digest_of(std::string_view bytes);
 
 class NodeObjectStore final : public ObjectStore {
@@ -67,6 +71,9 @@ class NodeObjectStore final : public ObjectStore {
   ObjectRef fetch(const std::string& id, std::chrono::milliseconds timeout);
   ObjectRef copy_from(const std::string& address, const std::string& id, uint64_t size, uint64_t digest);
   void serve();
+  // [peer][envelope] or, for a chunk, [peer][envelope][the stored bytes, not copied].
+  void send_chunk(const std::string& peer, const std::string& envelope, ObjectRef data, uint64_t offset,
+                  uint64_t length);
 
   StoreOptions opt_;
   std::string address_;

@@ -309,6 +309,9 @@ struct ObjectFetch {
   MSGPACK_DEFINE(id, offset, length)
 };
 
+// An object server's answer: this envelope, then the chunk's bytes as a
+// second frame of the same message (sent from the stored copy without
+// copying it; `data` stays empty).
 struct ObjectChunk {
   bool found = false;  // false: this node no longer holds the object
   uint64_t offset = 0;

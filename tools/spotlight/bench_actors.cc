@@ -41,7 +41,30 @@ StepResult Stepper::run(TaskContext& ctx, int64_t key, int64_t steps, int64_t st
   return StepResult{key, ctx.attempt(), ctx.resumed()};
 }
 
+namespace {
+ObjectTiming timing(TaskContext& ctx, std::chrono::steady_clock::time_point t0, uint64_t bytes) {
+  const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0);
+  ObjectStats st = ctx.objects().stats();
+  return ObjectTiming{ns.count(), bytes, st.local_hits, st.fetches};
+}
+}  // namespace
+
+ObjectTiming ObjectBench::put(TaskContext& ctx, std::string id, int64_t bytes) {
+  std::string data(static_cast<size_t>(bytes), '\0');
+  for (size_t i = 0; i < data.size(); i += 4096) data[i] = static_cast<char>(i / 4096);  // not all zeros
+  const auto t0 = std::chrono::steady_clock::now();
+  ctx.objects().put(id, std::move(data));
+  return timing(ctx, t0, static_cast<uint64_t>(bytes));
+}
+
+ObjectTiming ObjectBench::get(TaskContext& ctx, std::string id) {
+  const auto t0 = std::chrono::steady_clock::now();
+  ObjectRef w = ctx.objects().get(id, std::chrono::seconds(60));
+  return timing(ctx, t0, w->size());
+}
+
 }  // namespace spotlight::bench
 
 SPOTLIGHT_ACTOR(spotlight::bench::Echo, ping)
+SPOTLIGHT_ACTOR(spotlight::bench::ObjectBench, put, get)
 SPOTLIGHT_ACTOR(spotlight::bench::Stepper, run)

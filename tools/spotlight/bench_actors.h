@@ -27,4 +27,17 @@ struct Stepper {
   StepResult run(TaskContext& ctx, int64_t key, int64_t steps, int64_t step_ms);
 };
 
+// Puts and gets one object through its node's store, timing the call
+// inside the actor (what an explorer waits for).
+struct ObjectTiming {
+  int64_t ns = 0;
+  uint64_t bytes = 0;
+  uint64_t local_hits = 0, fetches = 0;  // the node's store, after the call
+  MSGPACK_DEFINE(ns, bytes, local_hits, fetches)
+};
+struct ObjectBench {
+  ObjectTiming put(TaskContext& ctx, std::string id, int64_t bytes);
+  ObjectTiming get(TaskContext& ctx, std::string id);
+};
+
 }  // namespace spotlight::bench

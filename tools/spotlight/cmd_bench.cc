@@ -129,8 +129,9 @@ void add_bench(CLI::App& app) {
     ::execv(argv[0], argv.data());
     throw CLI::RuntimeError("cannot run " + args[0] + " (built with the models; is it there?)", 1);
   });
+  CLI::App* objects = add_bench_objects(*cmd);
   cmd->callback([=] {
-    if (sp->parsed()) return;
+    if (sp->parsed() || objects->parsed()) return;
     nlohmann::json out;
     auto report = [&](const char* name, double v, const char* unit, double ceiling = 0) {
       out[name] = std::round(v);

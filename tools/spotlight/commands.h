@@ -8,5 +8,6 @@ void add_head(CLI::App& app);
 void add_join(CLI::App& app);
 void add_status(CLI::App& app);  // status, drain and stop
 void add_bench(CLI::App& app);
+CLI::App* add_bench_objects(CLI::App& bench);  // `spotlight bench objects`
 void add_replay(CLI::App& app);
 }  // namespace spotlight::cli
