@@ -178,6 +178,31 @@ void drain_member_mid_call(int victim_rank) {
 TEST(SpGroups, DrainOfRankOnesNodeYieldsTheGroupAndLosesNoStep) { drain_member_mid_call(1); }
 TEST(SpGroups, DrainOfRankZerosNodeYieldsTheGroupAndLosesNoStep) { drain_member_mid_call(0); }
 
+// The head is killed with SIGKILL while a group runs a call, and restarted
+// on the same store: the members keep running (their communicator does not
+// need the head), the restarted head takes rank 0's lease back and forms
+// its groups again with new epochs, and the call completes once.
+TEST(SpGroups, HeadKilledMidCallLosesNothing) {
+  BusyGroup b;
+  ASSERT_EQ(b.group.members.size(), 2u);
+  b.cluster.kill_head(SIGKILL);
+  b.cluster.start_head();
+  SpReport r = b.f.get(std::chrono::seconds(60));
+  EXPECT_EQ(r.total, sp_expected_total(kSteps, 2));
+  EXPECT_EQ(r.attempt, 1u);
+  ClusterStatus after;
+  EXPECT_TRUE(wait_for_status(b.cluster.address(), [&](const ClusterStatus& s) {
+    after = s;
+    return s.tasks_live == 0 && !s.groups.empty();
+  }));
+  EXPECT_EQ(counter(after, "nodes_lost"), 0u);
+  EXPECT_GT(after.groups[0].epoch, b.group.epoch) << "formed again by the new boot";
+  // The pool still works in its new formation.
+  auto pool = b.rt.pool<SpSummer>("sp", on_market("any").members(3).sequence_parallel(2));
+  EXPECT_EQ(pool.call(&SpSummer::run, int64_t{3}, int64_t{0}).get(std::chrono::seconds(30)).total,
+            sp_expected_total(3, 2));
+}
+
 TEST(SpGroups, AMemberThatJoinsLateCompletesAGroup) {
   LocalCluster cluster(sp_cluster(1));
   auto rt = cluster.connect();
