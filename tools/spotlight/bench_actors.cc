@@ -63,8 +63,33 @@ ObjectTiming ObjectBench::get(TaskContext& ctx, std::string id) {
   return timing(ctx, t0, w->size());
 }
 
+SpStepTimes SpStepper::run(TaskContext& ctx, int64_t steps, int64_t step_ms) {
+  auto now_ns = [] {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  };
+  collective::Communicator& comm = sp.communicator(ctx);
+  SpStepTimes t;
+  t.comm_ready_ns = now_ns();
+  int64_t step = ctx.resume_value<int64_t>().value_or(0);
+  while (step < steps) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(step_ms));  // the step's work
+    int64_t v = step;
+    comm.all_reduce(&v, 1, collective::DataType::kInt64, collective::ReduceOp::kSum);
+    if (t.first_step_ns == 0) t.first_step_ns = now_ns();
+    ctx.commit_value(++step);
+    if (step < steps && sp.should_yield(ctx)) ctx.yield();
+  }
+  t.resumed = ctx.resumed();
+  t.attempt = ctx.attempt();
+  t.epoch = ctx.group()->epoch;
+  return t;
+}
+
 }  // namespace spotlight::bench
 
 SPOTLIGHT_ACTOR(spotlight::bench::Echo, ping)
+SPOTLIGHT_ACTOR(spotlight::bench::SpStepper, run)
 SPOTLIGHT_ACTOR(spotlight::bench::ObjectBench, put, get)
 SPOTLIGHT_ACTOR(spotlight::bench::Stepper, run)

@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "spotlight/codec.h"
+#include "spotlight/sp_member.h"
 #include "spotlight/task.h"
 
 namespace spotlight::bench {
@@ -38,6 +39,23 @@ struct ObjectTiming {
 struct ObjectBench {
   ObjectTiming put(TaskContext& ctx, std::string id, int64_t bytes);
   ObjectTiming get(TaskContext& ctx, std::string id);
+};
+
+// An SP task of `steps` steps (`step_ms` of work and one all-reduce each)
+// that commits after every step. It reports, for the attempt that finished,
+// when its communicator was ready and when its first step was done
+// (CLOCK_MONOTONIC, the same clock in every process of the machine).
+struct SpStepTimes {
+  int64_t comm_ready_ns = 0;
+  int64_t first_step_ns = 0;
+  bool resumed = false;
+  uint32_t attempt = 0;
+  uint64_t epoch = 0;
+  MSGPACK_DEFINE(comm_ready_ns, first_step_ns, resumed, attempt, epoch)
+};
+struct SpStepper {
+  SpMember sp;
+  SpStepTimes run(TaskContext& ctx, int64_t steps, int64_t step_ms);
 };
 
 }  // namespace spotlight::bench

@@ -130,8 +130,9 @@ void add_bench(CLI::App& app) {
     throw CLI::RuntimeError("cannot run " + args[0] + " (built with the models; is it there?)", 1);
   });
   CLI::App* objects = add_bench_objects(*cmd);
+  CLI::App* sp_groups = add_bench_sp_groups(*cmd);
   cmd->callback([=] {
-    if (sp->parsed() || objects->parsed()) return;
+    if (sp->parsed() || objects->parsed() || sp_groups->parsed()) return;
     nlohmann::json out;
     auto report = [&](const char* name, double v, const char* unit, double ceiling = 0) {
       out[name] = std::round(v);

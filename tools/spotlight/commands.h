@@ -8,6 +8,7 @@ void add_head(CLI::App& app);
 void add_join(CLI::App& app);
 void add_status(CLI::App& app);  // status, drain and stop
 void add_bench(CLI::App& app);
-CLI::App* add_bench_objects(CLI::App& bench);  // `spotlight bench objects`
+CLI::App* add_bench_objects(CLI::App& bench);    // `spotlight bench objects`
+CLI::App* add_bench_sp_groups(CLI::App& bench);  // `spotlight bench sp-groups`
 void add_replay(CLI::App& app);
 }  // namespace spotlight::cli
