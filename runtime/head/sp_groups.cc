@@ -123,13 +123,14 @@ void Head::break_group(Pool& pool, uint64_t group_id, const char* why, bool requ
 }
 
 bool Head::on_member_done(wire::Completion& c) {
+  // The common case first, on every completion: the lease holder's own.
+  auto it = state_.tasks.find(c.id);
+  if (it != state_.tasks.end() && it->second.actor == c.actor_id) return false;
   auto ait = state_.actors.find(c.actor_id);
   if (ait == state_.actors.end()) return false;
   Actor& a = ait->second;
   Pool& pool = state_.pools[a.rec.pool];
   if (pool.rec.sp_degree <= 1) return false;
-  auto it = state_.tasks.find(c.id);
-  if (it != state_.tasks.end() && it->second.actor == c.actor_id) return false;  // the lease holder
   // Another member of the group: rank 0's result is the call's; what matters
   // here is only whether the member's run failed.
   auto git = pool.groups.find(a.group);

@@ -19,7 +19,11 @@ using testing_actors::Worker;
 
 class ClusterTest : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() { cluster_ = new LocalCluster(cluster_options(2, 4)); }
+  // Enough slots for every actor the suite's tests spawn, so that the tests
+  // also pass when they run one after another in this one cluster (the
+  // binary run directly), not only each in its own (ctest).
+  static constexpr int kSlots = 8;
+  static void SetUpTestSuite() { cluster_ = new LocalCluster(cluster_options(2, kSlots)); }
   static void TearDownTestSuite() {
     delete cluster_;
     cluster_ = nullptr;
@@ -115,7 +119,7 @@ TEST_F(ClusterTest, StatusShowsTheCluster) {
   for (const auto& n : s.nodes) {
     EXPECT_EQ(n.market, "reserved");
     EXPECT_EQ(n.state, "alive");
-    EXPECT_EQ(n.slots, 4);
+    EXPECT_EQ(n.slots, kSlots);
     EXPECT_LT(n.last_heartbeat_ms, 2000);
   }
   const PoolStatus* p = find_pool(s, "status-worker");
