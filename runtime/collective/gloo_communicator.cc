@@ -13,7 +13,6 @@
 
 #include <csignal>
 #include <map>
-#include <mutex>
 #include <vector>
 
 #include "spotlight/collective.h"
@@ -197,22 +196,6 @@ class GlooCommunicator : public Communicator {
   std::map<int, uint32_t> sent_, received_;
 };
 
-// One TCP device (a listening socket and an event loop thread) per host
-// address per process, shared by every communicator alive on it: a member
-// that holds several communicators (the current one, those prepared for a
-// failure, one being retired) does not run a loop thread for each.
-std::shared_ptr<gloo::transport::Device> shared_device(const std::string& host) {
-  static std::mutex mu;
-  static std::map<std::string, std::weak_ptr<gloo::transport::Device>> devices;
-  std::lock_guard l(mu);
-  if (auto d = devices[host].lock()) return d;
-  gloo::transport::tcp::attr attr;
-  attr.hostname = host;
-  auto d = gloo::transport::tcp::CreateDevice(attr);
-  devices[host] = d;
-  return d;
-}
-
 }  // namespace
 
 std::unique_ptr<Communicator> make_gloo_communicator(KvStore& store, const std::string& group, uint64_t epoch,
@@ -225,7 +208,13 @@ std::unique_ptr<Communicator> make_gloo_communicator(KvStore& store, const std::
   // A handler the program installed itself is kept.
   if (auto prev = std::signal(SIGPIPE, SIG_IGN); prev != SIG_DFL && prev != SIG_ERR) std::signal(SIGPIPE, prev);
   try {
-    auto device = shared_device(options.host);
+    // A device (a listening socket and an event loop) per communicator. One
+    // shared by a process's communicators was tried: it breaks when one
+    // process holds several ranks of a group (threads) and after fork, and
+    // did not measurably speed up re-formation.
+    gloo::transport::tcp::attr attr;
+    attr.hostname = options.host;
+    auto device = gloo::transport::tcp::CreateDevice(attr);
     auto ctx = std::make_shared<gloo::rendezvous::Context>(rank, size);
     ctx->setTimeout(options.timeout);
     GlooStore gs(store, options.timeout);

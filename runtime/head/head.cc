@@ -11,9 +11,10 @@ namespace spotlight::head {
 
 namespace {
 constexpr int kMaxFramesPerTurn = 4096;
-// The rendezvous KV's limits: keys are short names, waits are bounded.
-constexpr size_t kMaxKvKey = 4096;
-constexpr int64_t kMaxKvWaitMs = 600000;
+// Keyed gets (the rendezvous KV, the object directory): keys are short
+// names, waits are bounded.
+constexpr size_t kMaxKey = 4096;
+constexpr int64_t kMaxWaitMs = 600000;
 constexpr size_t kBatchBytes = 1u << 20;  // split result/task batches at about 1 MiB
 
 bool valid_market(const std::string& m, bool allow_any) {
@@ -628,11 +629,7 @@ void Head::on_stop(const std::string& peer, uint64_t rid) {
 // KV replies leave with the node-bound frames, before the commit: the KV is
 // not journaled, so there is nothing to wait for.
 void Head::on_kv_set(const std::string& peer, wire::KvSet& s, uint64_t rid) {
-  if (s.key.empty() || s.key.size() > kMaxKvKey) {
-    reply_error(peer, wire::ErrorCode::kBadRequest,
-                "a KV key must have 1 to " + std::to_string(kMaxKvKey) + " bytes", rid);
-    return;
-  }
+  if (!check_keyed_get(peer, rid, "a KV set", s.key, 0)) return;
   count("kv_sets");
   auto [first, last] = kv_waiters_.equal_range(s.key);
   for (auto it = first; it != last; ++it)
@@ -643,22 +640,22 @@ void Head::on_kv_set(const std::string& peer, wire::KvSet& s, uint64_t rid) {
 }
 
 void Head::on_kv_get(const std::string& peer, const wire::KvGet& g, uint64_t rid) {
-  if (g.key.empty() || g.key.size() > kMaxKvKey || g.wait_ms < 0 || g.wait_ms > kMaxKvWaitMs) {
-    reply_error(peer, wire::ErrorCode::kBadRequest,
-                "a KV get needs a key of 1 to " + std::to_string(kMaxKvKey) + " bytes and a wait of 0 to " +
-                    std::to_string(kMaxKvWaitMs) + " ms",
-                rid);
-    return;
-  }
+  if (!check_keyed_get(peer, rid, "a KV get", g.key, g.wait_ms)) return;
   count("kv_gets");
   auto it = kv_.find(g.key);
-  if (it != kv_.end()) {
-    to_nodes_[peer].frames.push_back(wire::encode(wire::KvValue{true, it->second}, rid));
-  } else if (g.wait_ms == 0) {
-    to_nodes_[peer].frames.push_back(wire::encode(wire::KvValue{false, {}}, rid));
-  } else {
-    kv_waiters_.emplace(g.key, KvWaiter{peer, rid, now_ + std::chrono::milliseconds(g.wait_ms)});
-  }
+  std::optional<wire::KvValue> found;
+  if (it != kv_.end()) found = wire::KvValue{true, it->second};
+  answer_or_wait(kv_waiters_, peer, rid, g.key, g.wait_ms, found, wire::KvValue{false, {}});
+}
+
+bool Head::check_keyed_get(const std::string& peer, uint64_t rid, const char* what, const std::string& key,
+                           int64_t wait_ms) {
+  if (!key.empty() && key.size() <= kMaxKey && wait_ms >= 0 && wait_ms <= kMaxWaitMs) return true;
+  reply_error(peer, wire::ErrorCode::kBadRequest,
+              std::string(what) + " needs a key of 1 to " + std::to_string(kMaxKey) + " bytes and a wait of 0 to " +
+                  std::to_string(kMaxWaitMs) + " ms",
+              rid);
+  return false;
 }
 
 void Head::expire_kv_waiters() { expire_waiters(kv_waiters_, wire::KvValue{false, {}}); }

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <map>
+#include <optional>
 #include <set>
 #include <memory>
 #include <string>
@@ -78,6 +79,10 @@ class Head {
   void on_kv_set(const std::string& peer, wire::KvSet& s, uint64_t rid);
   void on_kv_get(const std::string& peer, const wire::KvGet& g, uint64_t rid);
   void expire_kv_waiters();
+  // A get by key that may wait (the KV, the object directory): false, with
+  // an error sent, when the key or the wait is out of range.
+  bool check_keyed_get(const std::string& peer, uint64_t rid, const char* what, const std::string& key,
+                       int64_t wait_ms);
   // The object directory (objects.cc): locations only, in memory.
   void on_object_add(const std::string& peer, const wire::ObjectAdd& a, uint64_t rid);
   void on_object_drop(const wire::ObjectDrop& d);
@@ -147,6 +152,20 @@ class Head {
     uint64_t rid;
     transport::Clock::time_point deadline;
   };
+  // Answers a keyed get now (`found`, or `missing` when it may not wait) or
+  // when the key is set or its wait ends.
+  template <class Answer>
+  void answer_or_wait(std::multimap<std::string, KvWaiter>& waiters, const std::string& peer, uint64_t rid,
+                      const std::string& key, int64_t wait_ms, const std::optional<Answer>& found,
+                      const Answer& missing) {
+    if (found) {
+      to_nodes_[peer].frames.push_back(wire::encode(*found, rid));
+    } else if (wait_ms == 0) {
+      to_nodes_[peer].frames.push_back(wire::encode(missing, rid));
+    } else {
+      waiters.emplace(key, KvWaiter{peer, rid, now_ + std::chrono::milliseconds(wait_ms)});
+    }
+  }
   // Answers the waiters whose wait ended with `answer` (not found).
   template <class Answer>
   void expire_waiters(std::multimap<std::string, KvWaiter>& waiters, const Answer& answer) {

@@ -9,8 +9,6 @@
 namespace spotlight::head {
 
 namespace {
-constexpr size_t kMaxObjectId = 4096;
-constexpr int64_t kMaxObjectWaitMs = 600000;
 
 wire::ObjectLocations locations(uint64_t size, uint64_t digest, const std::map<std::string, std::string>& holders) {
   wire::ObjectLocations l{true, size, digest, {}, {}};
@@ -23,9 +21,9 @@ wire::ObjectLocations locations(uint64_t size, uint64_t digest, const std::map<s
 }  // namespace
 
 void Head::on_object_add(const std::string& peer, const wire::ObjectAdd& a, uint64_t rid) {
-  if (a.id.empty() || a.id.size() > kMaxObjectId || a.address.empty()) {
-    reply_error(peer, wire::ErrorCode::kBadRequest,
-                "an object needs an id of 1 to " + std::to_string(kMaxObjectId) + " bytes and an address", rid);
+  if (!check_keyed_get(peer, rid, "an ObjectAdd", a.id, 0)) return;
+  if (a.address.empty()) {
+    reply_error(peer, wire::ErrorCode::kBadRequest, "an ObjectAdd needs the address of an object server", rid);
     return;
   }
   auto nit = state_.nodes.find(a.node_id);
@@ -65,23 +63,12 @@ void Head::on_object_drop(const wire::ObjectDrop& d) {
 }
 
 void Head::on_object_where(const std::string& peer, const wire::ObjectWhere& w, uint64_t rid) {
-  if (w.id.empty() || w.id.size() > kMaxObjectId || w.wait_ms < 0 || w.wait_ms > kMaxObjectWaitMs) {
-    reply_error(peer, wire::ErrorCode::kBadRequest,
-                "ObjectWhere needs an id of 1 to " + std::to_string(kMaxObjectId) + " bytes and a wait of 0 to " +
-                    std::to_string(kMaxObjectWaitMs) + " ms",
-                rid);
-    return;
-  }
+  if (!check_keyed_get(peer, rid, "an ObjectWhere", w.id, w.wait_ms)) return;
   count("object_wheres");
   auto it = objects_.find(w.id);
-  if (it != objects_.end()) {
-    to_nodes_[peer].frames.push_back(
-        wire::encode(locations(it->second.size, it->second.digest, it->second.holders), rid));
-  } else if (w.wait_ms == 0) {
-    to_nodes_[peer].frames.push_back(wire::encode(wire::ObjectLocations{}, rid));
-  } else {
-    object_waiters_.emplace(w.id, KvWaiter{peer, rid, now_ + std::chrono::milliseconds(w.wait_ms)});
-  }
+  std::optional<wire::ObjectLocations> found;
+  if (it != objects_.end()) found = locations(it->second.size, it->second.digest, it->second.holders);
+  answer_or_wait(object_waiters_, peer, rid, w.id, w.wait_ms, found, wire::ObjectLocations{});
 }
 
 void Head::expire_object_waiters() { expire_waiters(object_waiters_, wire::ObjectLocations{}); }

@@ -97,7 +97,7 @@ void NodeObjectStore::serve() {
         }
         // The chunk's bytes follow the envelope as a second frame, straight
         // from the stored copy (the envelope's own data stays empty).
-        wire::ObjectChunk c{static_cast<bool>(data), f.offset, data ? data->size() : 0, {}};
+        wire::ObjectChunk c{static_cast<bool>(data), f.offset, data ? data->size() : 0};
         if (data) {
           if (f.offset > data->size() || f.length > opt_.chunk) {
             throw wire::WireError(wire::ErrorCode::kBadRequest, "chunk out of range or over the chunk size");
@@ -173,9 +173,8 @@ void NodeObjectStore::tell_evicted(const std::vector<std::string>& ids) {
   for (const auto& id : ids) head_.send(wire::MsgType::kObjectDrop, pack(wire::ObjectDrop{id, opt_.node_id}));
 }
 
-void NodeObjectStore::announce(const std::string& id, const Entry& e) {
-  head_.send(wire::MsgType::kObjectAdd,
-             pack(wire::ObjectAdd{id, opt_.node_id, address_, e.data->size(), e.digest}));
+std::string NodeObjectStore::added(const std::string& id, uint64_t size, uint64_t digest) const {
+  return pack(wire::ObjectAdd{id, opt_.node_id, address_, size, digest});
 }
 
 void NodeObjectStore::put(const std::string& id, std::string bytes) {
@@ -197,8 +196,7 @@ void NodeObjectStore::put(const std::string& id, std::string bytes) {
   }
   tell_evicted(evicted);
   try {
-    head_.request(wire::MsgType::kObjectAdd, pack(wire::ObjectAdd{id, opt_.node_id, address_, size, digest}),
-                  opt_.request_timeout, "object directory");
+    head_.request(wire::MsgType::kObjectAdd, added(id, size, digest), opt_.request_timeout, "object directory");
   } catch (...) {
     std::lock_guard l(mu_);  // the head refused it (another node holds other bytes): not ours to keep
     auto it = entries_.find(id);
@@ -267,7 +265,7 @@ ObjectRef NodeObjectStore::fetch(const std::string& id, std::chrono::millisecond
         stats_.fetched_bytes += data->size();
       }
       tell_evicted(evicted);
-      head_.send(wire::MsgType::kObjectAdd, pack(wire::ObjectAdd{id, opt_.node_id, address_, loc.size, loc.digest}));
+      head_.send(wire::MsgType::kObjectAdd, added(id, loc.size, loc.digest));
       return kept;
     } catch (const RejectedError&) {
       throw;  // no room here: another holder would not help
@@ -348,7 +346,7 @@ ObjectStats NodeObjectStore::stats() const {
 
 void NodeObjectStore::announce_all() {
   std::lock_guard l(mu_);
-  for (const auto& [id, e] : entries_) announce(id, e);
+  for (const auto& [id, e] : entries_) head_.send(wire::MsgType::kObjectAdd, added(id, e.data->size(), e.digest));
 }
 
 }  // namespace spotlight::objects

@@ -66,7 +66,8 @@ class NodeObjectStore final : public ObjectStore {
   // first) to make room; throws RejectedError when there is none. mu_ held.
   ObjectRef insert(const std::string& id, std::shared_ptr<const std::string> data, uint64_t digest, bool pinned,
                    std::vector<std::string>& evicted);
-  void announce(const std::string& id, const Entry& e);
+  // The body of an ObjectAdd for a copy held here.
+  std::string added(const std::string& id, uint64_t size, uint64_t digest) const;
   void tell_evicted(const std::vector<std::string>& ids);
   ObjectRef fetch(const std::string& id, std::chrono::milliseconds timeout);
   ObjectRef copy_from(const std::string& address, const std::string& id, uint64_t size, uint64_t digest);

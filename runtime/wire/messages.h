@@ -311,13 +311,12 @@ struct ObjectFetch {
 
 // An object server's answer: this envelope, then the chunk's bytes as a
 // second frame of the same message (sent from the stored copy without
-// copying it; `data` stays empty).
+// copying it).
 struct ObjectChunk {
   bool found = false;  // false: this node no longer holds the object
   uint64_t offset = 0;
   uint64_t total = 0;
-  Blob data;
-  MSGPACK_DEFINE(found, offset, total, data)
+  MSGPACK_DEFINE(found, offset, total)
 };
 
 // Message type of each body, for encode<T>().

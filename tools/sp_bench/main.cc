@@ -287,8 +287,8 @@ int member_main(const MemberArgs& a) {
     } catch (const std::exception&) {  // CollectiveError, or LibTorch's wrapping of it
       t_error = mono_ns();
     }
-    // Closed at once, on a background thread: its dead pairs keep the
-    // process's Gloo event loop busy until they are gone.
+    // Closed at once, on a background thread: its dead pairs keep its
+    // Gloo event loop spinning until they are gone.
     collective::retire(std::move(comm));
   } else {
     // A standby slot is a live process (an explorer between rollouts): its
