@@ -52,6 +52,7 @@ void save_checkpoint(const std::string& path, DiT& model, const CheckpointInfo& 
   a.write("info/kind", c10::IValue(info.kind));
   a.write("info/step", c10::IValue(info.step));
   a.write("info/reward", c10::IValue(info.reward));
+  a.write("info/guidance", c10::IValue(info.guidance));
   torch::serialize::OutputArchive weights;
   // Weights are stored on the CPU, so a GPU-trained checkpoint loads anywhere.
   for (const auto& p : model->named_parameters()) weights.write(p.key(), p.value().detach().cpu());
@@ -84,6 +85,8 @@ LoadedCheckpoint load_checkpoint(const std::string& path) {
   out.info.step = read_int(a, "info/step");
   c10::IValue reward;
   if (a.try_read("info/reward", reward) && reward.isDouble()) out.info.reward = reward.toDouble();
+  c10::IValue guidance;  // absent in checkpoints made before guidance existed: 1
+  if (a.try_read("info/guidance", guidance) && guidance.isDouble()) out.info.guidance = guidance.toDouble();
   torch::serialize::InputArchive weights;
   if (!a.try_read("weights", weights)) throw CheckpointError("'" + path + "' has no weights");
   torch::NoGradGuard no_grad;

@@ -13,6 +13,9 @@ struct CheckpointInfo {
   std::string kind = "pretrain";  // pretrain | grpo
   int64_t step = 0;               // optimiser steps or GRPO iterations behind it
   double reward = -1;             // last measured evaluation reward, -1 if none
+  // The classifier-free guidance scale the model is meant to be sampled with
+  // (and `reward` was measured at); tools default to it. 1: no guidance.
+  double guidance = 1.0;
 };
 
 // Missing, unreadable or incompatible checkpoint files.

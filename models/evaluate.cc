@@ -63,6 +63,7 @@ EvalResult evaluate(DiT& model, const EvalOptions& opts) {
   SamplerOptions sampler;
   sampler.steps = opts.steps;
   sampler.shift = opts.shift;
+  sampler.guidance = opts.guidance;
   sampler.noise_level = 0;  // evaluation is the deterministic ODE
   const auto device = model->parameters().front().device();
   EvalResult res;

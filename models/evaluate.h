@@ -32,6 +32,7 @@ struct EvalOptions {
   int seeds_per_prompt = 2;  // fixed seeds: kEvalSeedBase + prompt * seeds_per_prompt + j
   int steps = 20;            // Euler ODE steps (noise level 0)
   double shift = 3.0;
+  double guidance = 1.0;     // classifier-free guidance scale (SamplerOptions::guidance)
   int64_t batch = 64;
   bool keep_images = false;  // return the generated images (to look at them)
 };

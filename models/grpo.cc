@@ -34,8 +34,9 @@ torch::Tensor grpo_step_loss(DiT& model, DiT* ref, const torch::Tensor& tokens, 
   const auto& sig = rollout.sigmas;
   const auto& x = rollout.latents[i];
   const auto& x_next = rollout.latents[i + 1];
-  auto s = torch::full({x.size(0)}, sig[i], x.options());
-  auto step = sde_mean(x, model->forward(x, s, tokens), sig[i], sig[i + 1], sig[1], sampler.noise_level);
+  // The rollout's velocity recipe (CFG included); the null branch is detached.
+  auto step = sde_mean(x, guided_velocity(model, x, sig[i], tokens, sampler.guidance, nullptr, /*null_grad=*/false),
+                       sig[i], sig[i + 1], sig[1], sampler.noise_level);
   auto logp = step_log_prob(x_next, step.mean, step.std_dt);
   auto ratio = torch::exp(logp - rollout.log_probs.select(1, int64_t(k)));
   auto adv = advantages.to(ratio.device());
@@ -49,7 +50,9 @@ torch::Tensor grpo_step_loss(DiT& model, DiT* ref, const torch::Tensor& tokens, 
     torch::Tensor ref_mean;
     {
       torch::NoGradGuard no_grad;
-      ref_mean = sde_mean(x, (*ref)->forward(x, s, tokens), sig[i], sig[i + 1], sig[1], sampler.noise_level).mean;
+      ref_mean = sde_mean(x, guided_velocity(*ref, x, sig[i], tokens, sampler.guidance), sig[i], sig[i + 1], sig[1],
+                          sampler.noise_level)
+                     .mean;
     }
     kl = step_kl(step.mean, ref_mean, step.std).mean();
     loss = loss + opts.beta * kl;

@@ -9,6 +9,7 @@ void SamplerOptions::validate() const {
   if (steps < 1) throw std::invalid_argument("sampler: steps must be >= 1");
   if (!(shift > 0)) throw std::invalid_argument("sampler: shift must be > 0");
   if (noise_level < 0) throw std::invalid_argument("sampler: noise_level must be >= 0");
+  if (!(guidance >= 0)) throw std::invalid_argument("sampler: guidance must be >= 0");
   if (sde_begin < 0 || resolved_sde_end() > steps || sde_begin > resolved_sde_end())
     throw std::invalid_argument("sampler: the SDE window must lie inside [0, steps]");
 }
@@ -17,12 +18,34 @@ torch::Tensor initial_latent(const DiTConfig& cfg, const std::vector<uint64_t>& 
   return seed_noise(seeds, kInitialNoiseStream, {cfg.channels, cfg.image_size, cfg.image_size}, device);
 }
 
+torch::Tensor guided_velocity(DiT& model, const torch::Tensor& x, double s, const torch::Tensor& tokens,
+                              double guidance, const SequenceParallel* sp, bool null_grad) {
+  const auto B = x.size(0);
+  if (guidance == 1.0) return model->forward(x, torch::full({B}, s, x.options()), tokens, sp);
+  const auto null_tokens = torch::zeros_like(tokens);
+  if (!null_grad && torch::GradMode::is_enabled()) {
+    auto v_prompt = model->forward(x, torch::full({B}, s, x.options()), tokens, sp);
+    torch::Tensor v_null;
+    {
+      torch::NoGradGuard no_grad;
+      v_null = model->forward(x, torch::full({B}, s, x.options()), null_tokens, sp);
+    }
+    return v_null + guidance * (v_prompt - v_null);
+  }
+  // One pass over both branches; every layer is batch-invariant (dit.cc), so
+  // each half has the bits a separate pass would give.
+  auto v = model->forward(torch::cat({x, x}), torch::full({2 * B}, s, x.options()), torch::cat({tokens, null_tokens}),
+                          sp);
+  auto v_prompt = v.narrow(0, 0, B), v_null = v.narrow(0, B, B);
+  return v_null + guidance * (v_prompt - v_null);
+}
+
 torch::Tensor denoise_step(DiT& model, const torch::Tensor& x, const torch::Tensor& tokens,
                            const std::vector<uint64_t>& seeds, const std::vector<double>& sigmas,
                            int step, const SamplerOptions& opts, torch::Tensor* log_prob,
                            const SequenceParallel* sp) {
   const double s = sigmas.at(step), s_next = sigmas.at(step + 1);
-  auto v = model->forward(x, torch::full({x.size(0)}, s, x.options()), tokens, sp);
+  auto v = guided_velocity(model, x, s, tokens, opts.guidance, sp);
   const bool sde = opts.is_sde(step);
   // One fused pass (kernels/sde_step.h): the same mean and x_next bits as
   // sde_mean + sde_sample, and the log-prob accumulated in double.

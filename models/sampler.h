@@ -29,6 +29,10 @@ struct SamplerOptions {
   int sde_begin = 0;         // stochastic steps are [sde_begin, sde_end); others are ODE
   int sde_end = -1;          // -1: steps - 1, so that no noise lands on the terminal step
   bool record = false;       // keep latents and log-probs for GRPO
+  // Classifier-free guidance scale w: v = v_null + w (v_prompt - v_null), with
+  // the null prompt all padding. 1 runs the prompt branch alone (no guidance);
+  // a model needs pre-training with prompt dropout for w > 1 to help.
+  double guidance = 1.0;
 
   int resolved_sde_end() const { return sde_end < 0 ? steps - 1 : sde_end; }
   bool is_sde(int step) const {
@@ -44,6 +48,13 @@ struct Rollout {
   std::vector<int> sde_steps;          // the stochastic steps, in order
   torch::Tensor log_probs;             // record: [B, sde_steps.size()]
 };
+
+// The velocity the sampler follows at noise level s: the prompt-conditioned
+// prediction, or with guidance != 1 the CFG mix of it and the null prompt's,
+// computed in one forward pass over [x; x]. With `null_grad` false the null
+// branch carries no gradient (Flow-GRPO's training recipe).
+torch::Tensor guided_velocity(DiT& model, const torch::Tensor& x, double s, const torch::Tensor& tokens,
+                              double guidance, const SequenceParallel* sp = nullptr, bool null_grad = true);
 
 // One denoising step i: x_i -> x_{i+1} (a resumable explorer calls this step by
 // step and commits x between calls). `log_prob`, when given, receives the

@@ -129,20 +129,50 @@ TEST(Sampler, RecordsTheTrajectoryAndOnPolicyRatiosAreExactlyOne) {
   auto model = perturbed_model(3);
   auto prompts = some_prompts(4);
   auto tokens = encode_prompts(prompts, 12);
-  SamplerOptions opts;
-  opts.steps = 5;
-  opts.record = true;
-  auto r = sample(model, tokens, {1, 2, 3, 4}, opts);
-  ASSERT_EQ(r.latents.size(), 6u);
-  EXPECT_EQ(r.sde_steps, (std::vector<int>{0, 1, 2, 3}));  // no noise on the terminal step
-  ASSERT_EQ(r.log_probs.sizes(), torch::IntArrayRef({4, 4}));
-  EXPECT_TRUE(torch::equal(r.images, r.latents.back()));
-  auto adv = torch::tensor({1.0f, -1.0f, 0.5f, -0.5f});
-  for (size_t k = 0; k < r.sde_steps.size(); ++k) {
-    GrpoStepStats st;
-    grpo_step_loss(model, nullptr, tokens, r, k, adv, opts, {}, &st);
-    EXPECT_LT(st.max_ratio_deviation, 1e-6) << "step " << k;
+  // Without and with classifier-free guidance: training re-runs the same
+  // velocity recipe (the null branch detached), so the ratio is exactly 1.
+  for (double guidance : {1.0, 3.0}) {
+    SamplerOptions opts;
+    opts.steps = 5;
+    opts.record = true;
+    opts.guidance = guidance;
+    auto r = sample(model, tokens, {1, 2, 3, 4}, opts);
+    ASSERT_EQ(r.latents.size(), 6u);
+    EXPECT_EQ(r.sde_steps, (std::vector<int>{0, 1, 2, 3}));  // no noise on the terminal step
+    ASSERT_EQ(r.log_probs.sizes(), torch::IntArrayRef({4, 4}));
+    EXPECT_TRUE(torch::equal(r.images, r.latents.back()));
+    auto adv = torch::tensor({1.0f, -1.0f, 0.5f, -0.5f});
+    for (size_t k = 0; k < r.sde_steps.size(); ++k) {
+      GrpoStepStats st;
+      grpo_step_loss(model, nullptr, tokens, r, k, adv, opts, {}, &st);
+      EXPECT_LT(st.max_ratio_deviation, 1e-6) << "guidance " << guidance << ", step " << k;
+    }
   }
+}
+
+TEST(Sampler, GuidanceMixesThePromptAndNullBranches) {
+  auto model = perturbed_model(12);
+  auto tokens = encode_prompts(some_prompts(3), 12);
+  auto x = torch::randn({3, 3, 16, 16});
+  torch::NoGradGuard ng;
+  auto v_prompt = model->forward(x, torch::full({3}, 0.6), tokens);
+  auto v_null = model->forward(x, torch::full({3}, 0.6), torch::zeros_like(tokens));
+  EXPECT_FALSE(torch::equal(v_prompt, v_null)) << "the prompt must change the velocity";
+  EXPECT_TRUE(torch::equal(guided_velocity(model, x, 0.6, tokens, 1.0), v_prompt)) << "guidance 1 is the prompt alone";
+  // One pass over [x; x] gives each branch the bits of its own pass.
+  EXPECT_TRUE(torch::equal(guided_velocity(model, x, 0.6, tokens, 4.0), v_null + 4.0 * (v_prompt - v_null)));
+  EXPECT_TRUE(torch::equal(guided_velocity(model, x, 0.6, tokens, 0.0), v_null)) << "guidance 0 is unconditional";
+
+  // Guided seeded sampling keeps its promise: a sample's bits do not depend on its batch.
+  SamplerOptions opts;
+  opts.steps = 4;
+  opts.guidance = 2.5;
+  auto prompts = some_prompts(3);
+  auto all = sample(model, encode_prompts(prompts, 12), {7, 8, 9}, opts).images;
+  auto alone = sample(model, encode_prompts({prompts[1]}, 12), {8}, opts).images;
+  EXPECT_TRUE(torch::equal(all[1], alone[0]));
+  opts.guidance = -1;
+  EXPECT_THROW(opts.validate(), std::invalid_argument);
 }
 
 TEST(Training, AFlowMatchingStepLowersTheLossOnAFixedBatch) {
@@ -218,9 +248,10 @@ TEST(Training, TheKlTermPullsTowardsTheReference) {
 TEST(Checkpoint, RoundTripReproducesTheModelBitForBit) {
   auto model = perturbed_model(8);
   const auto path = temp_path("spotlight-ck.pt");
-  save_checkpoint(path, model, {"grpo", 42, 0.5});
+  save_checkpoint(path, model, {"grpo", 42, 0.5, 3.5});
   auto loaded = load_checkpoint(path);
   EXPECT_EQ(loaded.info.kind, "grpo");
+  EXPECT_DOUBLE_EQ(loaded.info.guidance, 3.5);
   EXPECT_EQ(loaded.info.step, 42);
   EXPECT_DOUBLE_EQ(loaded.info.reward, 0.5);
   EXPECT_EQ(loaded.model->config().dim, 32);

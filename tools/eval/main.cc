@@ -20,12 +20,15 @@ int main(int argc, char** argv) {
   std::string checkpoint, grid, device = "cpu";
   int grid_images = 32;
   int threads = 2;
+  double guidance = -1;
   models::EvalOptions eval;
   app.add_option("--checkpoint", checkpoint, "checkpoint file")->required();
   app.add_option("--prompts", eval.prompts, "evaluation prompts (at least 64)")->check(CLI::Range(64, 100000));
   app.add_option("--seeds", eval.seeds_per_prompt, "fixed seeds per prompt")->check(CLI::PositiveNumber);
   app.add_option("--steps", eval.steps, "Euler ODE steps")->check(CLI::PositiveNumber);
   app.add_option("--shift", eval.shift, "schedule shift of the sampler")->check(CLI::PositiveNumber);
+  app.add_option("--guidance", guidance, "classifier-free guidance scale (default: the checkpoint's)")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--threads", threads, "CPU threads")->check(CLI::PositiveNumber);
   app.add_option("--device", device, "cpu, cuda or cuda:N");
   app.add_option("--grid", grid, "also write the first --grid-images images as a PPM grid to this file");
@@ -35,6 +38,7 @@ int main(int argc, char** argv) {
     at::set_num_threads(threads);
     auto ck = models::load_checkpoint(checkpoint);
     ck.model->to(spotlight::tools::parse_device(device));
+    eval.guidance = guidance >= 0 ? guidance : ck.info.guidance;
     const auto t0 = std::chrono::steady_clock::now();
     eval.keep_images = !grid.empty();
     auto r = models::evaluate(ck.model, eval);
@@ -42,7 +46,7 @@ int main(int argc, char** argv) {
     std::cout << std::fixed << std::setprecision(4);
     std::cout << "checkpoint " << checkpoint << " (" << ck.model->config().name << ", " << ck.info.kind << " step "
               << ck.info.step << "): " << r.images << " images, " << eval.prompts << " prompts x "
-              << eval.seeds_per_prompt << " seeds, " << eval.steps << " ODE steps, " << secs << " s\n";
+              << eval.seeds_per_prompt << " seeds, " << eval.steps << " ODE steps, guidance " << eval.guidance << ", " << secs << " s\n";
     std::cout << "| tag | reward |\n| --- | --- |\n";
     for (const auto& [tag, v] : r.reward_by_tag) std::cout << "| " << tag << " | " << v << " |\n";
     if (!grid.empty()) {

@@ -45,10 +45,13 @@ int main(int argc, char** argv) {
   CLI::App app{"spotlight-model-bench: DiT rollout and training throughput"};
   std::string config = "tiny", device = "cpu";
   int batch = 32, threads = 2, steps = 10, reps = 3;
+  double guidance = 1.0;
   bool json = false;
   app.add_option("--config", config, "model configuration");
   app.add_option("--batch", batch, "images per batch")->check(CLI::PositiveNumber);
   app.add_option("--steps", steps, "denoising steps per rollout")->check(CLI::PositiveNumber);
+  app.add_option("--guidance", guidance, "classifier-free guidance scale of the rollout and GRPO step (1: none)")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--threads", threads, "CPU threads")->check(CLI::PositiveNumber);
   app.add_option("--reps", reps, "repetitions; the best is reported")->check(CLI::PositiveNumber);
   app.add_flag("--json", json, "print one JSON object as the last line");
@@ -87,6 +90,7 @@ int main(int argc, char** argv) {
     models::SamplerOptions so;
     so.steps = steps;
     so.record = true;
+    so.guidance = guidance;
     models::Rollout roll;
     const double rollout = best_of(reps, dev, [&] { roll = models::sample(model, tokens, seeds, so); });
     const double score = best_of(reps, dev, [&] { models::score_batch(prompts, roll.images); });
@@ -99,7 +103,7 @@ int main(int argc, char** argv) {
     });
     std::cout << std::fixed << std::setprecision(4);
     std::cout << cfg.name << " DiT, " << model->parameter_count() << " parameters, batch " << batch << ", "
-              << threads << " threads\n"
+              << threads << " threads, guidance " << guidance << "\n"
               << "| what | time (s) | rate |\n| --- | --- | --- |\n"
               << "| render batch | " << render << " | " << batch / render << " images/s |\n"
               << "| forward | " << forward << " | " << batch / forward << " images/s |\n"
@@ -110,7 +114,7 @@ int main(int argc, char** argv) {
               << batch / grpo << " samples/s |\n";
     if (json)
       std::cout << "{\"config\":\"" << cfg.name << "\",\"batch\":" << batch << ",\"forward_s\":" << forward
-                << ",\"fm_train_step_s\":" << train << ",\"rollout_images_per_s\":" << batch / rollout
+                << ",\"guidance\":" << guidance << ",\"fm_train_step_s\":" << train << ",\"rollout_images_per_s\":" << batch / rollout
                 << ",\"grpo_step_s\":" << grpo << ",\"reward_images_per_s\":" << batch / score << "}\n";
   } catch (const std::exception& e) {
     std::cerr << "spotlight-model-bench: " << e.what() << "\n";

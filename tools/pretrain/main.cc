@@ -24,7 +24,7 @@ int main(int argc, char** argv) {
   CLI::App app{"spotlight-pretrain: flow-matching pre-training of the base DiT on rendered scenes"};
   std::string config = "tiny", out = "pretrained.pt", resume, device = "cpu";
   int steps = 6000, batch = 64, eval_every = 1000, threads = 2, warmup = 200;
-  double lr = 1e-3, minutes = 0, ema_decay = 0.999, shift = 1.0;
+  double lr = 1e-3, minutes = 0, ema_decay = 0.999, shift = 1.0, cond_drop = 0.1, guidance = -1;
   uint64_t seed = 1;
   models::EvalOptions eval;
   app.add_option("--config", config, "model configuration (tiny, base)");
@@ -38,6 +38,14 @@ int main(int argc, char** argv) {
   app.add_option("--warmup", warmup, "warm-up steps")->check(CLI::NonNegativeNumber);
   app.add_option("--ema", ema_decay, "EMA decay of the saved weights")->check(CLI::Range(0.0, 1.0));
   app.add_option("--shift", shift, "shift of the uniform training noise levels")->check(CLI::PositiveNumber);
+  app.add_option("--cond-drop", cond_drop,
+                 "fraction of training images whose prompt is replaced by the null prompt (all padding), so the "
+                 "model also learns the unconditional velocity that classifier-free guidance needs")
+      ->check(CLI::Range(0.0, 1.0));
+  app.add_option("--guidance", guidance,
+                 "classifier-free guidance scale of the evaluations, recorded in the checkpoint as its sampling "
+                 "default (default: the resumed checkpoint's, else 1)")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--eval-every", eval_every, "evaluate and checkpoint every N steps")->check(CLI::PositiveNumber);
   app.add_option("--eval-steps", eval.steps, "ODE steps of the evaluation")->check(CLI::PositiveNumber);
   app.add_option("--threads", threads, "CPU threads")->check(CLI::PositiveNumber);
@@ -50,22 +58,26 @@ int main(int argc, char** argv) {
     torch::manual_seed(seed);
     models::DiT model{nullptr};
     int64_t start_step = 0;
+    double resumed_guidance = 1.0;
     if (!resume.empty()) {
       auto ck = models::load_checkpoint(resume);
       model = ck.model;
       start_step = ck.info.step;
+      resumed_guidance = ck.info.guidance;
     } else {
       model = models::DiT(models::dit_config(config));
     }
     const auto dev = spotlight::tools::parse_device(device);
     model->to(dev);
+    eval.guidance = guidance >= 0 ? guidance : resumed_guidance;
     models::Ema ema(model, ema_decay);
     torch::optim::AdamW opt(model->parameters(), torch::optim::AdamWOptions(lr).weight_decay(1e-4));
     auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);
     scene::PromptGenerator prompts(seed);
     const auto& cfg = model->config();
     std::cerr << "spotlight-pretrain: " << cfg.name << " DiT, " << model->parameter_count()
-              << " parameters, batch " << batch << ", " << steps << " steps\n";
+              << " parameters, batch " << batch << ", " << steps << " steps, prompt dropout " << cond_drop
+              << ", evaluation guidance " << eval.guidance << "\n";
 
     const auto t0 = Clock::now();
     auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - t0).count(); };
@@ -74,7 +86,7 @@ int main(int argc, char** argv) {
     uint64_t image_seed = seed << 32;
     auto checkpoint = [&](int64_t step) {
       auto r = models::evaluate(ema.model(), eval);
-      models::save_checkpoint(out, ema.model(), {"pretrain", step, r.reward});
+      models::save_checkpoint(out, ema.model(), {"pretrain", step, r.reward, eval.guidance});
       std::cout << "{\"event\":\"eval\",\"step\":" << step << ",\"reward\":" << r.reward
                 << ",\"strict\":" << r.strict << ",\"elapsed_s\":" << elapsed() << "}" << std::endl;
     };
@@ -93,7 +105,12 @@ int main(int argc, char** argv) {
         seeds.push_back(image_seed++);
       }
       auto x0 = models::render_batch(batch_prompts, seeds, cfg.image_size).to(dev);
-      auto tokens = models::encode_prompts(batch_prompts, cfg.text_len).to(dev);
+      auto tokens = models::encode_prompts(batch_prompts, cfg.text_len);
+      if (cond_drop > 0) {  // the null prompt for a random cond_drop of the batch
+        auto keep = torch::rand({batch, 1}, gen).ge(cond_drop).to(torch::kInt64);
+        tokens = tokens * keep;
+      }
+      tokens = tokens.to(dev);
       auto eps = torch::randn(x0.sizes(), gen).to(dev);
       auto s = models::sample_training_sigmas(batch, shift, gen).to(dev);
       auto loss = models::flow_matching_loss(model->forward(models::interpolate(x0, eps, s), s, tokens), x0, eps);

@@ -39,7 +39,7 @@ int main(int argc, char** argv) {
   int prompts_per_iter = 8, group = 8, iterations = 1000000, eval_every = 10, rank_every = 0, threads = 2;
   int train_steps = 0;  // 0: every SDE step of the window
   std::string reward_name = "geneval";
-  double minutes = 30, lr = 2e-4;
+  double minutes = 30, lr = 2e-4, guidance = -1;
   bool per_group_std = false;
   uint64_t seed = 1;
   models::SamplerOptions sampler;
@@ -53,6 +53,9 @@ int main(int argc, char** argv) {
   app.add_option("--group", group, "samples (seeds) per prompt, G")->check(CLI::Range(2, 1024));
   app.add_option("--steps", sampler.steps, "denoising steps of a rollout")->check(CLI::Range(2, 1000));
   app.add_option("--noise-level", sampler.noise_level, "Flow-GRPO's SDE noise level a")->check(CLI::PositiveNumber);
+  app.add_option("--guidance", guidance,
+                 "classifier-free guidance scale of rollouts, training and evaluation (default: the checkpoint's)")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--sde-begin", sampler.sde_begin, "first stochastic (trained) step");
   app.add_option("--sde-end", sampler.sde_end, "end of the stochastic window (-1: steps - 1)");
   app.add_option("--train-steps", train_steps,
@@ -79,9 +82,10 @@ int main(int argc, char** argv) {
 
   try {
     sampler.record = true;
-    sampler.validate();
     at::set_num_threads(threads);
     auto ck = models::load_checkpoint(checkpoint);
+    sampler.guidance = eval.guidance = guidance >= 0 ? guidance : ck.info.guidance;
+    sampler.validate();
     const auto dev = spotlight::tools::parse_device(device);
     auto model = ck.model;
     model->to(dev);
@@ -101,12 +105,12 @@ int main(int argc, char** argv) {
       auto r = models::evaluate(model, eval);
       std::cout << "{\"event\":\"eval\",\"iter\":" << iter << ",\"reward\":" << r.reward << ",\"strict\":" << r.strict
                 << ",\"elapsed_s\":" << elapsed() << "}" << std::endl;
-      models::save_checkpoint(out, model, {"grpo", iter, r.reward});
+      models::save_checkpoint(out, model, {"grpo", iter, r.reward, sampler.guidance});
       return r.reward;
     };
     std::cerr << "spotlight-train: " << model->config().name << " DiT from " << checkpoint << ", " << prompts_per_iter
               << " prompts x " << group << " seeds per iteration, " << sampler.steps << " steps, SDE window ["
-              << sampler.sde_begin << ", " << sampler.resolved_sde_end() << "), budget " << minutes << " min\n";
+              << sampler.sde_begin << ", " << sampler.resolved_sde_end() << "), guidance " << sampler.guidance << ", budget " << minutes << " min\n";
     run_eval(0);
     double rho_sum = 0, rho_group_sum = 0, floor_sum = 0;
     int rho_n = 0;
