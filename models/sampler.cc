@@ -23,20 +23,19 @@ torch::Tensor guided_velocity(DiT& model, const torch::Tensor& x, double s, cons
   const auto B = x.size(0);
   if (guidance == 1.0) return model->forward(x, torch::full({B}, s, x.options()), tokens, sp);
   const auto null_tokens = torch::zeros_like(tokens);
+  torch::Tensor v_prompt, v_null;
   if (!null_grad && torch::GradMode::is_enabled()) {
-    auto v_prompt = model->forward(x, torch::full({B}, s, x.options()), tokens, sp);
-    torch::Tensor v_null;
-    {
-      torch::NoGradGuard no_grad;
-      v_null = model->forward(x, torch::full({B}, s, x.options()), null_tokens, sp);
-    }
-    return v_null + guidance * (v_prompt - v_null);
+    v_prompt = model->forward(x, torch::full({B}, s, x.options()), tokens, sp);
+    torch::NoGradGuard no_grad;
+    v_null = model->forward(x, torch::full({B}, s, x.options()), null_tokens, sp);
+  } else {
+    // One pass over both branches; every layer is batch-invariant (dit.cc),
+    // so each half has the bits a separate pass would give.
+    auto v = model->forward(torch::cat({x, x}), torch::full({2 * B}, s, x.options()),
+                            torch::cat({tokens, null_tokens}), sp);
+    v_prompt = v.narrow(0, 0, B);
+    v_null = v.narrow(0, B, B);
   }
-  // One pass over both branches; every layer is batch-invariant (dit.cc), so
-  // each half has the bits a separate pass would give.
-  auto v = model->forward(torch::cat({x, x}), torch::full({2 * B}, s, x.options()), torch::cat({tokens, null_tokens}),
-                          sp);
-  auto v_prompt = v.narrow(0, 0, B), v_null = v.narrow(0, B, B);
   return v_null + guidance * (v_prompt - v_null);
 }
 
