@@ -11,6 +11,7 @@
 #include "models/evaluate.h"
 #include "models/flow.h"
 #include "models/grpo.h"
+#include "models/nft.h"
 #include "models/sampler.h"
 #include "models/scene/prompt.h"
 
@@ -243,6 +244,66 @@ TEST(Training, TheKlTermPullsTowardsTheReference) {
   grpo_step_loss(model, &model, tokens, r, 0, torch::zeros({2}), opts, with_kl, &st);
   EXPECT_EQ(st.kl, 0);
   EXPECT_THROW(grpo_step_loss(model, nullptr, tokens, r, 0, torch::zeros({2}), opts, with_kl), std::invalid_argument);
+}
+
+TEST(Training, NftOptimalityMapsAdvantagesIntoTheUnitInterval) {
+  auto r = nft_optimality(torch::tensor({-3.0f, -1.0f, 0.0f, 0.5f, 2.0f}));
+  EXPECT_TRUE(torch::allclose(r, torch::tensor({0.0f, 0.0f, 0.5f, 0.75f, 1.0f})));
+}
+
+namespace {
+
+// A policy, an identical old policy, and four rendered samples with fixed noise.
+struct NftSetup {
+  DiT model, old;
+  torch::Tensor x0, tokens, eps;
+  explicit NftSetup(uint64_t seed) : model(perturbed_model(seed)), old(perturbed_model(seed)) {
+    auto prompts = some_prompts(4, seed);
+    x0 = render_batch(prompts, {seed, seed + 1, seed + 2, seed + 3}, 16);
+    tokens = encode_prompts(prompts, 12);
+    torch::manual_seed(seed);
+    eps = torch::randn(x0.sizes());
+  }
+};
+
+}  // namespace
+
+TEST(Training, NftHasNoGradientWhereEverySampleIsHalfOptimal) {
+  // At v = v_old the gradient is 2b(2r - 1)(v_old - target): zero for r = 1/2.
+  auto [model, old, x0, tokens, eps] = NftSetup(8);
+  auto s = torch::rand({4});
+  model->zero_grad();
+  nft_loss(model, old, x0, tokens, torch::full({4}, 0.5f), s, eps, 1.0).backward();
+  double norm2 = 0;
+  for (auto& p : model->parameters())
+    if (p.grad().defined()) norm2 += p.grad().pow(2).sum().item<double>();
+  EXPECT_LT(norm2, 1e-12);
+  EXPECT_THROW(nft_loss(model, old, x0, tokens, torch::full({4}, 0.5f), s, eps, 0.0), std::invalid_argument);
+  EXPECT_THROW(nft_loss(model, old, x0, tokens, torch::full({3}, 0.5f), s, eps, 1.0), std::invalid_argument);
+}
+
+TEST(Training, NftStepsFitOptimalSamplesAndMoveAwayFromTheOthers) {
+  auto [model, old, x0, tokens, eps] = NftSetup(9);
+  auto s = torch::full({4}, 0.5);
+  auto r = torch::tensor({1.0f, 0.0f, 1.0f, 0.0f});
+  auto error = [&] {  // per-sample flow-matching error of the model
+    torch::NoGradGuard ng;
+    return (model->forward(interpolate(x0, eps, s), s, tokens) - (eps - x0)).pow(2).flatten(1).mean(1);
+  };
+  auto before = error();
+  torch::optim::Adam opt(model->parameters(), torch::optim::AdamOptions(1e-3));
+  NftLossStats st;
+  for (int i = 0; i < 5; ++i) {
+    opt.zero_grad();
+    nft_loss(model, old, x0, tokens, r, s, eps, 1.0, &st).backward();
+    opt.step();
+  }
+  EXPECT_GT(st.loss, 0);
+  auto delta = error() - before;
+  for (int b = 0; b < 4; ++b) {
+    if (r[b].item<float>() > 0.5f) EXPECT_LT(delta[b].item<double>(), 0) << "sample " << b;
+    else EXPECT_GT(delta[b].item<double>(), 0) << "sample " << b;
+  }
 }
 
 TEST(Checkpoint, RoundTripReproducesTheModelBitForBit) {

@@ -1,6 +1,7 @@
-// spotlight-train: single-process GRPO post-training of a pre-trained DiT on
-// mini-GenEval (Flow-GRPO: SDE rollouts with per-step log-probs, group
-// advantages, clipped ratio). Logs one JSON line per iteration; evaluates the
+// spotlight-train: single-process RL post-training of a pre-trained DiT on
+// mini-GenEval: Flow-GRPO (SDE rollouts with per-step log-probs, group
+// advantages, clipped ratio) or DiffusionNFT (flow matching on the rollouts,
+// weighted by the same group advantages). Logs one JSON line per iteration; evaluates the
 // fixed set with the ODE sampler every --eval-every iterations; optionally
 // measures how stable seed rankings are from one iteration's weights to the next.
 #include <CLI/CLI.hpp>
@@ -9,11 +10,15 @@
 #include <algorithm>
 #include <chrono>
 #include <iostream>
+#include <optional>
 #include <random>
 
 #include "models/checkpoint.h"
 #include "models/evaluate.h"
+#include "models/ema.h"
+#include "models/flow.h"
 #include "models/grpo.h"
+#include "models/nft.h"
 #include "models/sampler.h"
 #include "models/scene/prompt.h"
 #include "models/stats/rank.h"
@@ -34,11 +39,13 @@ std::vector<double> to_vector(const torch::Tensor& t) {
 
 int main(int argc, char** argv) {
   spotlight::tools::ensure_passive_omp(argv);
-  CLI::App app{"spotlight-train: GRPO post-training of a DiT on mini-GenEval"};
+  CLI::App app{"spotlight-train: RL post-training (Flow-GRPO or DiffusionNFT) of a DiT on mini-GenEval"};
   std::string checkpoint, out = "grpo.pt", device = "cpu";
   int prompts_per_iter = 8, group = 8, iterations = 1000000, eval_every = 10, rank_every = 0, threads = 2;
   int train_steps = 0;  // 0: every SDE step of the window
-  std::string reward_name = "geneval";
+  std::string reward_name = "geneval", objective = "grpo";
+  int updates = 2;
+  double nft_beta = 1.0, old_decay = 0.0;
   double minutes = 30, lr = 2e-4, guidance = -1;
   bool per_group_std = false;
   uint64_t seed = 1;
@@ -52,7 +59,9 @@ int main(int argc, char** argv) {
   app.add_option("--prompts", prompts_per_iter, "prompts per iteration")->check(CLI::PositiveNumber);
   app.add_option("--group", group, "samples (seeds) per prompt, G")->check(CLI::Range(2, 1024));
   app.add_option("--steps", sampler.steps, "denoising steps of a rollout")->check(CLI::Range(2, 1000));
-  app.add_option("--noise-level", sampler.noise_level, "Flow-GRPO's SDE noise level a")->check(CLI::PositiveNumber);
+  app.add_option("--noise-level", sampler.noise_level,
+                 "Flow-GRPO's SDE noise level a of the rollouts (nft also takes 0: the ODE sampler)")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--guidance", guidance,
                  "classifier-free guidance scale of rollouts, training and evaluation (default: the checkpoint's)")
       ->check(CLI::NonNegativeNumber);
@@ -65,6 +74,18 @@ int main(int argc, char** argv) {
                  "geneval (mini-GenEval), or brightness (the image's mean value: a dense reward that checks the "
                  "GRPO machinery learns at all)")
       ->check(CLI::IsMember({"geneval", "brightness"}));
+  app.add_option("--objective", objective,
+                 "grpo (Flow-GRPO: policy gradient through the SDE steps' log-probs) or nft (DiffusionNFT: flow "
+                 "matching on the rollouts, towards the better samples of each group and away from the worse)")
+      ->check(CLI::IsMember({"grpo", "nft"}));
+  app.add_option("--updates", updates, "nft: optimiser steps per iteration, each on its share of the samples")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--nft-beta", nft_beta, "nft: how far the implicit policies v+ and v- lie from the old one")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--old-decay", old_decay,
+                 "nft: the old policy (which samples and anchors the loss) is an EMA of the trained weights "
+                 "with this decay; 0 makes it the weights at the start of each iteration")
+      ->check(CLI::Range(0.0, 1.0));
   app.add_option("--lr", lr, "AdamW learning rate")->check(CLI::PositiveNumber);
   app.add_option("--clip", grpo.clip_range, "PPO clip range of the per-step ratio")->check(CLI::PositiveNumber);
   app.add_option("--beta", grpo.beta, "KL weight to the pre-trained reference")->check(CLI::NonNegativeNumber);
@@ -81,7 +102,12 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   try {
-    sampler.record = true;
+    const bool nft = objective == "nft";
+    if (!nft && sampler.noise_level <= 0)
+      throw std::invalid_argument("--objective grpo trains on SDE steps: --noise-level must be positive");
+    if (nft && updates > prompts_per_iter * group)
+      throw std::invalid_argument("--updates may not exceed the samples of an iteration (--prompts x --group)");
+    sampler.record = !nft;
     at::set_num_threads(threads);
     auto ck = models::load_checkpoint(checkpoint);
     sampler.guidance = eval.guidance = guidance >= 0 ? guidance : ck.info.guidance;
@@ -95,6 +121,10 @@ int main(int argc, char** argv) {
       ref->to(dev);
     }
     torch::optim::AdamW opt(model->parameters(), torch::optim::AdamWOptions(lr).weight_decay(1e-4));
+    // nft's old policy: it samples the rollouts and anchors the implicit policies.
+    std::optional<models::Ema> old;
+    if (nft) old.emplace(model, old_decay);
+    auto train_gen = at::make_generator<at::CPUGeneratorImpl>(seed + 7);
     scene::PromptGenerator prompt_gen(seed);
     std::mt19937_64 seed_gen(seed * 0x9e3779b97f4a7c15ULL + 1);
     const int64_t text_len = model->config().text_len;
@@ -105,10 +135,10 @@ int main(int argc, char** argv) {
       auto r = models::evaluate(model, eval);
       std::cout << "{\"event\":\"eval\",\"iter\":" << iter << ",\"reward\":" << r.reward << ",\"strict\":" << r.strict
                 << ",\"elapsed_s\":" << elapsed() << "}" << std::endl;
-      models::save_checkpoint(out, model, {"grpo", iter, r.reward, sampler.guidance});
+      models::save_checkpoint(out, model, {objective, iter, r.reward, sampler.guidance});
       return r.reward;
     };
-    std::cerr << "spotlight-train: " << model->config().name << " DiT from " << checkpoint << ", " << prompts_per_iter
+    std::cerr << "spotlight-train: " << objective << ", " << model->config().name << " DiT from " << checkpoint << ", " << prompts_per_iter
               << " prompts x " << group << " seeds per iteration, " << sampler.steps << " steps, SDE window ["
               << sampler.sde_begin << ", " << sampler.resolved_sde_end() << "), guidance " << sampler.guidance << ", budget " << minutes << " min\n";
     run_eval(0);
@@ -128,7 +158,7 @@ int main(int argc, char** argv) {
       }
       auto tokens = models::encode_prompts(prompts, text_len).to(dev);
       const auto r0 = Clock::now();
-      auto roll = models::sample(model, tokens, seeds, sampler);
+      auto roll = models::sample(nft ? old->model() : model, tokens, seeds, sampler);
       auto rewards = reward_name == "brightness"
                          ? roll.images.to(torch::kFloat32).flatten(1).mean(1).cpu()
                          : models::rewards_tensor(models::score_batch(prompts, roll.images));
@@ -136,37 +166,68 @@ int main(int argc, char** argv) {
       auto adv = models::group_advantages(rewards, group, !per_group_std);
 
       const auto u0 = Clock::now();
-      opt.zero_grad();
-      models::GrpoStepStats sum, st;
-      // The trained steps: all of the window, or a random subset of it (the
-      // update costs a forward and backward pass per trained step; the
-      // rollout's other steps are free once sampled).
-      std::vector<size_t> trained(roll.sde_steps.size());
-      for (size_t k = 0; k < trained.size(); ++k) trained[k] = k;
-      if (train_steps > 0 && size_t(train_steps) < trained.size()) {
-        std::shuffle(trained.begin(), trained.end(), seed_gen);
-        trained.resize(size_t(train_steps));
-      }
-      const auto n_steps = trained.size();
-      for (size_t k : trained) {
-        auto loss = models::grpo_step_loss(model, ref ? &ref : nullptr, tokens, roll, k, adv, sampler, grpo, &st);
-        (loss / double(n_steps)).backward();
-        sum.policy_loss += st.policy_loss / n_steps;
-        sum.kl += st.kl / n_steps;
-        sum.clip_fraction += st.clip_fraction / n_steps;
-        sum.max_ratio_deviation = std::max(sum.max_ratio_deviation, st.max_ratio_deviation);
-      }
-      const double grad_norm = torch::nn::utils::clip_grad_norm_(model->parameters(), 1.0);
-      opt.step();
-      const double update_s = std::chrono::duration<double>(Clock::now() - u0).count();
+      if (nft) {
+        // Each of `updates` minibatches: one noise level and noise per sample,
+        // one optimiser step; then the old policy catches up.
+        auto r = models::nft_optimality(adv);
+        auto order = torch::randperm(int64_t(seeds.size()), train_gen);
+        models::NftLossStats st, sum;
+        double grad_norm = 0;
+        for (auto idx : order.chunk(updates)) {
+          auto x0 = roll.images.index_select(0, idx.to(roll.images.device()));
+          auto s = models::sample_training_sigmas(x0.size(0), 1.0, train_gen).to(dev);
+          auto eps = torch::randn(x0.sizes(), train_gen).to(dev);
+          opt.zero_grad();
+          models::nft_loss(model, old->model(), x0, tokens.index_select(0, idx.to(dev)), r.index_select(0, idx), s,
+                           eps, nft_beta, &st)
+              .backward();
+          grad_norm = std::max(grad_norm, double(torch::nn::utils::clip_grad_norm_(model->parameters(), 1.0)));
+          opt.step();
+          sum.loss += st.loss / updates;
+          sum.positive_mse += st.positive_mse / updates;
+          sum.negative_mse += st.negative_mse / updates;
+        }
+        old->update(model);
+        std::cout << "{\"event\":\"iter\",\"iter\":" << iter << ",\"reward_mean\":" << rewards.mean().item<double>()
+                  << ",\"reward_std\":" << rewards.std(false).item<double>()
+                  << ",\"zero_std_fraction\":" << models::zero_std_fraction(rewards, group) << ",\"loss\":" << sum.loss
+                  << ",\"positive_mse\":" << sum.positive_mse << ",\"negative_mse\":" << sum.negative_mse
+                  << ",\"grad_norm\":" << grad_norm << ",\"rollout_s\":" << rollout_s
+                  << ",\"update_s\":" << std::chrono::duration<double>(Clock::now() - u0).count()
+                  << ",\"elapsed_s\":" << elapsed() << "}" << std::endl;
+      } else {
+        opt.zero_grad();
+        models::GrpoStepStats sum, st;
+        // The trained steps: all of the window, or a random subset of it (the
+        // update costs a forward and backward pass per trained step; the
+        // rollout's other steps are free once sampled).
+        std::vector<size_t> trained(roll.sde_steps.size());
+        for (size_t k = 0; k < trained.size(); ++k) trained[k] = k;
+        if (train_steps > 0 && size_t(train_steps) < trained.size()) {
+          std::shuffle(trained.begin(), trained.end(), seed_gen);
+          trained.resize(size_t(train_steps));
+        }
+        const auto n_steps = trained.size();
+        for (size_t k : trained) {
+          auto loss = models::grpo_step_loss(model, ref ? &ref : nullptr, tokens, roll, k, adv, sampler, grpo, &st);
+          (loss / double(n_steps)).backward();
+          sum.policy_loss += st.policy_loss / n_steps;
+          sum.kl += st.kl / n_steps;
+          sum.clip_fraction += st.clip_fraction / n_steps;
+          sum.max_ratio_deviation = std::max(sum.max_ratio_deviation, st.max_ratio_deviation);
+        }
+        const double grad_norm = torch::nn::utils::clip_grad_norm_(model->parameters(), 1.0);
+        opt.step();
+        const double update_s = std::chrono::duration<double>(Clock::now() - u0).count();
 
-      std::cout << "{\"event\":\"iter\",\"iter\":" << iter << ",\"reward_mean\":" << rewards.mean().item<double>()
-                << ",\"reward_std\":" << rewards.std(false).item<double>()
-                << ",\"zero_std_fraction\":" << models::zero_std_fraction(rewards, group)
-                << ",\"policy_loss\":" << sum.policy_loss << ",\"kl\":" << sum.kl
-                << ",\"clip_fraction\":" << sum.clip_fraction << ",\"max_ratio_deviation\":" << sum.max_ratio_deviation
-                << ",\"grad_norm\":" << grad_norm << ",\"rollout_s\":" << rollout_s << ",\"update_s\":" << update_s
-                << ",\"elapsed_s\":" << elapsed() << "}" << std::endl;
+        std::cout << "{\"event\":\"iter\",\"iter\":" << iter << ",\"reward_mean\":" << rewards.mean().item<double>()
+                  << ",\"reward_std\":" << rewards.std(false).item<double>()
+                  << ",\"zero_std_fraction\":" << models::zero_std_fraction(rewards, group)
+                  << ",\"policy_loss\":" << sum.policy_loss << ",\"kl\":" << sum.kl
+                  << ",\"clip_fraction\":" << sum.clip_fraction << ",\"max_ratio_deviation\":" << sum.max_ratio_deviation
+                  << ",\"grad_norm\":" << grad_norm << ",\"rollout_s\":" << rollout_s << ",\"update_s\":" << update_s
+                  << ",\"elapsed_s\":" << elapsed() << "}" << std::endl;
+      }
 
       if (rank_every > 0 && iter % rank_every == 0) {
         // The same (prompt, seed) pairs under the updated weights, against the

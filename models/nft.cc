@@ -1,0 +1,44 @@
+#include "models/nft.h"
+
+#include <stdexcept>
+
+#include "models/flow.h"
+
+namespace spotlight::models {
+
+torch::Tensor nft_optimality(const torch::Tensor& advantages) {
+  return 0.5 + 0.5 * advantages.to(torch::kFloat32).clamp(-1.0, 1.0);
+}
+
+torch::Tensor nft_loss(DiT& model, DiT& old, const torch::Tensor& x0, const torch::Tensor& tokens,
+                       const torch::Tensor& r, const torch::Tensor& s, const torch::Tensor& eps,
+                       double beta, NftLossStats* stats) {
+  if (!(beta > 0)) throw std::invalid_argument("nft_loss: beta must be positive");
+  const int64_t b = x0.size(0);
+  if (r.dim() != 1 || r.size(0) != b || s.size(0) != b || tokens.size(0) != b)
+    throw std::invalid_argument("nft_loss: x0, tokens, r and s must share the batch dimension");
+  auto x = interpolate(x0, eps, s);
+  torch::Tensor v_old;
+  {
+    torch::NoGradGuard no_grad;
+    v_old = old->forward(x, s, tokens).to(torch::kFloat32);
+  }
+  auto v = model->forward(x, s, tokens).to(torch::kFloat32);
+  auto target = (eps - x0).to(torch::kFloat32);
+  auto v_pos = (1 - beta) * v_old + beta * v;
+  auto v_neg = (1 + beta) * v_old - beta * v;
+  auto pos = (v_pos - target).pow(2).flatten(1).mean(1);  // [B]
+  auto neg = (v_neg - target).pow(2).flatten(1).mean(1);
+  auto rr = r.to(pos.device(), torch::kFloat32);
+  auto loss = (rr * pos + (1 - rr) * neg).mean();
+  if (stats) {
+    torch::NoGradGuard no_grad;
+    stats->loss = loss.item<double>();
+    stats->positive_mse = (rr * pos).sum().item<double>() / std::max(1e-9, rr.sum().item<double>());
+    stats->negative_mse =
+        ((1 - rr) * neg).sum().item<double>() / std::max(1e-9, (1 - rr).sum().item<double>());
+  }
+  return loss;
+}
+
+}  // namespace spotlight::models

@@ -1,0 +1,35 @@
+// DiffusionNFT (Zheng et al. 2025, arXiv 2509.16117): online RL for flow models
+// on the forward process. Instead of Flow-GRPO's policy gradient through the
+// SDE noise of a few denoising steps, it fits the velocity by flow matching on
+// the policy's own samples, pulled towards the better samples of a group and
+// pushed away from the worse through two implicit policies around the old one:
+//   v+ = (1 - b) v_old + b v,   v- = (1 + b) v_old - b v
+//   L  = mean_i [ r_i |v+ - (eps - x0_i)|^2 + (1 - r_i) |v- - (eps - x0_i)|^2 ]
+// with r_i in [0, 1] the sample's optimality probability. Each sample supplies
+// a full-image regression target, not one scalar per noise draw, which is why
+// it learns from far fewer samples. The loss is a convex quadratic in v whose
+// minimiser is v_old + (2r - 1)(eps - x0 - v_old) / b: it cannot run away.
+#pragma once
+
+#include <torch/torch.h>
+
+#include "models/dit.h"
+
+namespace spotlight::models {
+
+// r = 1/2 + 1/2 clip(A, -1, 1) from group-normalised advantages A [N].
+torch::Tensor nft_optimality(const torch::Tensor& advantages);
+
+struct NftLossStats {
+  double loss = 0;
+  double positive_mse = 0;  // r-weighted error of v+ (flow-matching units)
+  double negative_mse = 0;  // (1 - r)-weighted error of v-
+};
+
+// x0: the samples [B, C, H, W]; tokens: their prompts [B, L]; r: [B] in [0, 1];
+// s: noise levels [B]; eps: noise like x0. `old` is evaluated without gradients.
+torch::Tensor nft_loss(DiT& model, DiT& old, const torch::Tensor& x0, const torch::Tensor& tokens,
+                       const torch::Tensor& r, const torch::Tensor& s, const torch::Tensor& eps,
+                       double beta, NftLossStats* stats = nullptr);
+
+}  // namespace spotlight::models
