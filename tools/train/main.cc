@@ -138,7 +138,8 @@ int main(int argc, char** argv) {
       models::save_checkpoint(out, model, {objective, iter, r.reward, sampler.guidance});
       return r.reward;
     };
-    std::cerr << "spotlight-train: " << objective << ", " << model->config().name << " DiT from " << checkpoint << ", " << prompts_per_iter
+    std::cerr << "spotlight-train: " << objective << ", " << model->config().name << " DiT from " << checkpoint
+              << ", " << prompts_per_iter
               << " prompts x " << group << " seeds per iteration, " << sampler.steps << " steps, SDE window ["
               << sampler.sde_begin << ", " << sampler.resolved_sde_end() << "), guidance " << sampler.guidance << ", budget " << minutes << " min\n";
     run_eval(0);
@@ -173,7 +174,7 @@ int main(int argc, char** argv) {
         auto order = torch::randperm(int64_t(seeds.size()), train_gen);
         models::NftLossStats st, sum;
         double grad_norm = 0;
-        for (auto idx : order.chunk(updates)) {
+        for (auto idx : order.tensor_split(updates)) {  // exactly `updates` parts
           auto x0 = roll.images.index_select(0, idx.to(roll.images.device()));
           auto s = models::sample_training_sigmas(x0.size(0), 1.0, train_gen).to(dev);
           auto eps = torch::randn(x0.sizes(), train_gen).to(dev);
