@@ -12,6 +12,7 @@
 #include <iostream>
 #include <optional>
 #include <random>
+#include <sstream>
 
 #include "models/checkpoint.h"
 #include "models/evaluate.h"
@@ -167,13 +168,14 @@ int main(int argc, char** argv) {
       auto adv = models::group_advantages(rewards, group, !per_group_std);
 
       const auto u0 = Clock::now();
+      std::ostringstream fields;  // the objective's own statistics for the log line
+      double grad_norm = 0;
       if (nft) {
         // Each of `updates` minibatches: one noise level and noise per sample,
         // one optimiser step; then the old policy catches up.
         auto r = models::nft_optimality(adv);
         auto order = torch::randperm(int64_t(seeds.size()), train_gen);
         models::NftLossStats st, sum;
-        double grad_norm = 0;
         for (auto idx : order.tensor_split(updates)) {  // exactly `updates` parts
           auto x0 = roll.images.index_select(0, idx.to(roll.images.device()));
           auto s = models::sample_training_sigmas(x0.size(0), 1.0, train_gen).to(dev);
@@ -189,13 +191,8 @@ int main(int argc, char** argv) {
           sum.negative_mse += st.negative_mse / updates;
         }
         old->update(model);
-        std::cout << "{\"event\":\"iter\",\"iter\":" << iter << ",\"reward_mean\":" << rewards.mean().item<double>()
-                  << ",\"reward_std\":" << rewards.std(false).item<double>()
-                  << ",\"zero_std_fraction\":" << models::zero_std_fraction(rewards, group) << ",\"loss\":" << sum.loss
-                  << ",\"positive_mse\":" << sum.positive_mse << ",\"negative_mse\":" << sum.negative_mse
-                  << ",\"grad_norm\":" << grad_norm << ",\"rollout_s\":" << rollout_s
-                  << ",\"update_s\":" << std::chrono::duration<double>(Clock::now() - u0).count()
-                  << ",\"elapsed_s\":" << elapsed() << "}" << std::endl;
+        fields << ",\"loss\":" << sum.loss << ",\"positive_mse\":" << sum.positive_mse
+               << ",\"negative_mse\":" << sum.negative_mse;
       } else {
         opt.zero_grad();
         models::GrpoStepStats sum, st;
@@ -217,18 +214,18 @@ int main(int argc, char** argv) {
           sum.clip_fraction += st.clip_fraction / n_steps;
           sum.max_ratio_deviation = std::max(sum.max_ratio_deviation, st.max_ratio_deviation);
         }
-        const double grad_norm = torch::nn::utils::clip_grad_norm_(model->parameters(), 1.0);
+        grad_norm = torch::nn::utils::clip_grad_norm_(model->parameters(), 1.0);
         opt.step();
-        const double update_s = std::chrono::duration<double>(Clock::now() - u0).count();
-
-        std::cout << "{\"event\":\"iter\",\"iter\":" << iter << ",\"reward_mean\":" << rewards.mean().item<double>()
-                  << ",\"reward_std\":" << rewards.std(false).item<double>()
-                  << ",\"zero_std_fraction\":" << models::zero_std_fraction(rewards, group)
-                  << ",\"policy_loss\":" << sum.policy_loss << ",\"kl\":" << sum.kl
-                  << ",\"clip_fraction\":" << sum.clip_fraction << ",\"max_ratio_deviation\":" << sum.max_ratio_deviation
-                  << ",\"grad_norm\":" << grad_norm << ",\"rollout_s\":" << rollout_s << ",\"update_s\":" << update_s
-                  << ",\"elapsed_s\":" << elapsed() << "}" << std::endl;
+        fields << ",\"policy_loss\":" << sum.policy_loss << ",\"kl\":" << sum.kl
+               << ",\"clip_fraction\":" << sum.clip_fraction
+               << ",\"max_ratio_deviation\":" << sum.max_ratio_deviation;
       }
+      std::cout << "{\"event\":\"iter\",\"iter\":" << iter << ",\"reward_mean\":" << rewards.mean().item<double>()
+                << ",\"reward_std\":" << rewards.std(false).item<double>()
+                << ",\"zero_std_fraction\":" << models::zero_std_fraction(rewards, group) << fields.str()
+                << ",\"grad_norm\":" << grad_norm << ",\"rollout_s\":" << rollout_s
+                << ",\"update_s\":" << std::chrono::duration<double>(Clock::now() - u0).count()
+                << ",\"elapsed_s\":" << elapsed() << "}" << std::endl;
 
       if (rank_every > 0 && iter % rank_every == 0) {
         // The same (prompt, seed) pairs under the updated weights, against the
