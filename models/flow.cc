@@ -25,6 +25,13 @@ torch::Tensor sample_training_sigmas(int64_t batch, double shift, torch::Generat
   return shift * t / (1.0 + (shift - 1.0) * t);
 }
 
+torch::Tensor stratified_training_sigmas(int64_t batch, int64_t draws, torch::Generator gen) {
+  if (batch < 0 || draws < 1) throw std::invalid_argument("stratified_training_sigmas: bad batch or draws");
+  auto u = torch::rand({draws, batch}, gen);
+  auto k = torch::arange(draws, u.options()).view({draws, 1});
+  return ((k + u) / double(draws)).flatten();
+}
+
 torch::Tensor interpolate(const torch::Tensor& x0, const torch::Tensor& eps, const torch::Tensor& s) {
   auto sv = s.view({-1, 1, 1, 1}).to(x0.dtype());
   return (1 - sv) * x0 + sv * eps;

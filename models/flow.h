@@ -20,6 +20,12 @@ std::vector<double> shifted_sigmas(int steps, double shift);
 // that way left visible noise in every sample: loss 1.03 at s = 0.1).
 torch::Tensor sample_training_sigmas(int64_t batch, double shift, torch::Generator gen);
 
+// draws noise levels for each of `batch` samples, [draws * batch] draw-major:
+// draw k of every sample is uniform in [k / draws, (k + 1) / draws), so that a
+// sample's draws cover the whole range (stratified: less variance than
+// independent draws). draws = 1 is plain uniform sampling.
+torch::Tensor stratified_training_sigmas(int64_t batch, int64_t draws, torch::Generator gen);
+
 // x_s = (1 - s) x0 + s eps with s: [B].
 torch::Tensor interpolate(const torch::Tensor& x0, const torch::Tensor& eps, const torch::Tensor& s);
 

@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "models/flow.h"
+#include "models/sampler.h"
 
 namespace spotlight::models {
 
@@ -12,7 +13,7 @@ torch::Tensor nft_optimality(const torch::Tensor& advantages) {
 
 torch::Tensor nft_loss(DiT& model, DiT& old, const torch::Tensor& x0, const torch::Tensor& tokens,
                        const torch::Tensor& r, const torch::Tensor& s, const torch::Tensor& eps,
-                       double beta, NftLossStats* stats) {
+                       double beta, NftLossStats* stats, double guidance) {
   if (!(beta > 0)) throw std::invalid_argument("nft_loss: beta must be positive");
   const int64_t b = x0.size(0);
   if (r.dim() != 1 || r.size(0) != b || s.size(0) != b || tokens.size(0) != b)
@@ -21,9 +22,9 @@ torch::Tensor nft_loss(DiT& model, DiT& old, const torch::Tensor& x0, const torc
   torch::Tensor v_old;
   {
     torch::NoGradGuard no_grad;
-    v_old = old->forward(x, s, tokens).to(torch::kFloat32);
+    v_old = guided_velocity(old, x, s, tokens, guidance).to(torch::kFloat32);
   }
-  auto v = model->forward(x, s, tokens).to(torch::kFloat32);
+  auto v = guided_velocity(model, x, s, tokens, guidance).to(torch::kFloat32);
   auto target = (eps - x0).to(torch::kFloat32);
   auto v_pos = (1 - beta) * v_old + beta * v;
   auto v_neg = (1 + beta) * v_old - beta * v;

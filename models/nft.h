@@ -28,8 +28,13 @@ struct NftLossStats {
 
 // x0: the samples [B, C, H, W]; tokens: their prompts [B, L]; r: [B] in [0, 1];
 // s: noise levels [B]; eps: noise like x0. `old` is evaluated without gradients.
+// guidance: the velocity fitted. 1 is the prompt branch alone; w != 1 fits the
+// classifier-free-guided velocity v_null + w (v_prompt - v_null) that a
+// sampler at scale w follows, with gradients through both branches. Why: a
+// rollout at w = 5 moves with five times any change of the prompt branch, so
+// fitting the prompt branch alone to guided samples overshoots by that much.
 torch::Tensor nft_loss(DiT& model, DiT& old, const torch::Tensor& x0, const torch::Tensor& tokens,
                        const torch::Tensor& r, const torch::Tensor& s, const torch::Tensor& eps,
-                       double beta, NftLossStats* stats = nullptr);
+                       double beta, NftLossStats* stats = nullptr, double guidance = 1.0);
 
 }  // namespace spotlight::models

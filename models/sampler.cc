@@ -18,25 +18,30 @@ torch::Tensor initial_latent(const DiTConfig& cfg, const std::vector<uint64_t>& 
   return seed_noise(seeds, kInitialNoiseStream, {cfg.channels, cfg.image_size, cfg.image_size}, device);
 }
 
-torch::Tensor guided_velocity(DiT& model, const torch::Tensor& x, double s, const torch::Tensor& tokens,
+torch::Tensor guided_velocity(DiT& model, const torch::Tensor& x, const torch::Tensor& s, const torch::Tensor& tokens,
                               double guidance, const SequenceParallel* sp, bool null_grad) {
   const auto B = x.size(0);
-  if (guidance == 1.0) return model->forward(x, torch::full({B}, s, x.options()), tokens, sp);
+  if (s.dim() != 1 || s.size(0) != B) throw std::invalid_argument("guided_velocity: one noise level per sample");
+  if (guidance == 1.0) return model->forward(x, s, tokens, sp);
   const auto null_tokens = torch::zeros_like(tokens);
   torch::Tensor v_prompt, v_null;
   if (!null_grad && torch::GradMode::is_enabled()) {
-    v_prompt = model->forward(x, torch::full({B}, s, x.options()), tokens, sp);
+    v_prompt = model->forward(x, s, tokens, sp);
     torch::NoGradGuard no_grad;
-    v_null = model->forward(x, torch::full({B}, s, x.options()), null_tokens, sp);
+    v_null = model->forward(x, s, null_tokens, sp);
   } else {
     // One pass over both branches; every layer is batch-invariant (dit.cc),
     // so each half has the bits a separate pass would give.
-    auto v = model->forward(torch::cat({x, x}), torch::full({2 * B}, s, x.options()),
-                            torch::cat({tokens, null_tokens}), sp);
+    auto v = model->forward(torch::cat({x, x}), torch::cat({s, s}), torch::cat({tokens, null_tokens}), sp);
     v_prompt = v.narrow(0, 0, B);
     v_null = v.narrow(0, B, B);
   }
   return v_null + guidance * (v_prompt - v_null);
+}
+
+torch::Tensor guided_velocity(DiT& model, const torch::Tensor& x, double s, const torch::Tensor& tokens,
+                              double guidance, const SequenceParallel* sp, bool null_grad) {
+  return guided_velocity(model, x, torch::full({x.size(0)}, s, x.options()), tokens, guidance, sp, null_grad);
 }
 
 torch::Tensor denoise_step(DiT& model, const torch::Tensor& x, const torch::Tensor& tokens,

@@ -55,6 +55,10 @@ struct Rollout {
 // branch carries no gradient (Flow-GRPO's training recipe).
 torch::Tensor guided_velocity(DiT& model, const torch::Tensor& x, double s, const torch::Tensor& tokens,
                               double guidance, const SequenceParallel* sp = nullptr, bool null_grad = true);
+// The same with one noise level per sample, s: [B] (DiffusionNFT trains on
+// the guided velocity at random noise levels).
+torch::Tensor guided_velocity(DiT& model, const torch::Tensor& x, const torch::Tensor& s, const torch::Tensor& tokens,
+                              double guidance, const SequenceParallel* sp = nullptr, bool null_grad = true);
 
 // One denoising step i: x_i -> x_{i+1} (a resumable explorer calls this step by
 // step and commits x between calls). `log_prob`, when given, receives the

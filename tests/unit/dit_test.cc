@@ -306,6 +306,34 @@ TEST(Training, NftStepsFitOptimalSamplesAndMoveAwayFromTheOthers) {
   }
 }
 
+TEST(Training, NftWithGuidanceFitsTheVelocityTheGuidedSamplerFollows) {
+  // r = 1, b = 1: the loss is the flow-matching error of the guided velocity
+  // v_null + w (v_prompt - v_null), each sample at its own noise level.
+  auto [model, old, x0, tokens, eps] = NftSetup(10);
+  auto s = torch::tensor({0.2f, 0.4f, 0.6f, 0.8f});
+  const double w = 3.0;
+  torch::Tensor expected, prompt_only;
+  {
+    torch::NoGradGuard ng;
+    auto x = interpolate(x0, eps, s);
+    auto v_prompt = model->forward(x, s, tokens), v_null = model->forward(x, s, torch::zeros_like(tokens));
+    expected = (v_null + w * (v_prompt - v_null) - (eps - x0)).pow(2).mean();
+    prompt_only = (v_prompt - (eps - x0)).pow(2).mean();
+  }
+  auto ones = torch::ones({4});
+  EXPECT_NEAR(nft_loss(model, old, x0, tokens, ones, s, eps, 1.0, nullptr, w).item<double>(),
+              expected.item<double>(), 1e-5 * expected.item<double>());
+  EXPECT_NEAR(nft_loss(model, old, x0, tokens, ones, s, eps, 1.0).item<double>(), prompt_only.item<double>(),
+              1e-5 * prompt_only.item<double>());
+  // Both branches learn: the null prompt's tokens get a gradient only through v_null.
+  model->zero_grad();
+  nft_loss(model, old, x0, tokens, ones, s, eps, 1.0, nullptr, w).backward();
+  double norm2 = 0;
+  for (auto& p : model->parameters())
+    if (p.grad().defined()) norm2 += p.grad().pow(2).sum().item<double>();
+  EXPECT_GT(norm2, 0);
+}
+
 TEST(Checkpoint, RoundTripReproducesTheModelBitForBit) {
   auto model = perturbed_model(8);
   const auto path = temp_path("spotlight-ck.pt");

@@ -49,6 +49,20 @@ TEST(Schedule, ShiftedSigmasRunFromOneToZeroAndDecrease) {
   EXPECT_THROW(shifted_sigmas(0, 3.0), std::invalid_argument);
 }
 
+TEST(Schedule, StratifiedTrainingSigmasGiveEachDrawItsOwnStratum) {
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(7);
+  const int64_t batch = 1000, draws = 4;
+  auto s = stratified_training_sigmas(batch, draws, gen).view({draws, batch});
+  for (int64_t k = 0; k < draws; ++k) {
+    auto row = s[k];
+    EXPECT_GE(row.min().item<double>(), double(k) / draws);
+    EXPECT_LT(row.max().item<double>(), double(k + 1) / draws);
+    EXPECT_NEAR(row.mean().item<double>(), (k + 0.5) / draws, 0.01);  // uniform within: sd 0.072/sqrt(1000)
+  }
+  EXPECT_EQ(stratified_training_sigmas(5, 1, gen).size(0), 5);
+  EXPECT_THROW(stratified_training_sigmas(5, 0, gen), std::invalid_argument);
+}
+
 TEST(Sampler, SdeReproducesAGaussianMarginalAt100Steps) {
   auto [mean, std] = sample_gaussian(100, 0.7, 200000);
   std::cout << "SDE, 100 steps: mean " << mean << " (2.0), std " << std << " (0.5)\n";

@@ -45,8 +45,9 @@ int main(int argc, char** argv) {
   int prompts_per_iter = 8, group = 8, iterations = 1000000, eval_every = 10, rank_every = 0, threads = 2;
   int train_steps = 0;  // 0: every SDE step of the window
   std::string reward_name = "geneval", objective = "grpo";
-  int updates = 2;
-  double nft_beta = 1.0, old_decay = 0.0;
+  int updates = 2, noise_draws = 1;
+  double nft_beta = 1.0, old_decay = 0.0, ema_decay = 0.0;
+  bool nft_cfg = false;
   double minutes = 30, lr = 2e-4, guidance = -1;
   bool per_group_std = false;
   uint64_t seed = 1;
@@ -87,6 +88,17 @@ int main(int argc, char** argv) {
                  "nft: the old policy (which samples and anchors the loss) is an EMA of the trained weights "
                  "with this decay; 0 makes it the weights at the start of each iteration")
       ->check(CLI::Range(0.0, 1.0));
+  app.add_option("--noise-draws", noise_draws,
+                 "nft: noise levels (with fresh noise) per sample and update, stratified over [0, 1]; more draws "
+                 "average out the noise of the regression target at the cost of update time")
+      ->check(CLI::Range(1, 64));
+  app.add_flag("--nft-cfg", nft_cfg,
+               "nft: fit the classifier-free-guided velocity the rollouts follow (gradients through both "
+               "branches), not the prompt branch alone");
+  app.add_option("--ema", ema_decay,
+                 "evaluate and write an exponential moving average of the trained weights with this decay "
+                 "(0: the trained weights themselves)")
+      ->check(CLI::Range(0.0, 1.0));
   app.add_option("--lr", lr, "AdamW learning rate")->check(CLI::PositiveNumber);
   app.add_option("--clip", grpo.clip_range, "PPO clip range of the per-step ratio")->check(CLI::PositiveNumber);
   app.add_option("--beta", grpo.beta, "KL weight to the pre-trained reference")->check(CLI::NonNegativeNumber);
@@ -125,6 +137,11 @@ int main(int argc, char** argv) {
     // nft's old policy: it samples the rollouts and anchors the implicit policies.
     std::optional<models::Ema> old;
     if (nft) old.emplace(model, old_decay);
+    // What is evaluated and written: the trained weights, or their average
+    // (which smooths the iteration-to-iteration wander of small-batch RL).
+    std::optional<models::Ema> ema;
+    if (ema_decay > 0) ema.emplace(model, ema_decay);
+    auto kept = [&]() -> models::DiT& { return ema ? ema->model() : model; };
     auto train_gen = at::make_generator<at::CPUGeneratorImpl>(seed + 7);
     scene::PromptGenerator prompt_gen(seed);
     std::mt19937_64 seed_gen(seed * 0x9e3779b97f4a7c15ULL + 1);
@@ -133,10 +150,10 @@ int main(int argc, char** argv) {
     const auto t0 = Clock::now();
     auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - t0).count(); };
     auto run_eval = [&](int iter) {
-      auto r = models::evaluate(model, eval);
+      auto r = models::evaluate(kept(), eval);
       std::cout << "{\"event\":\"eval\",\"iter\":" << iter << ",\"reward\":" << r.reward << ",\"strict\":" << r.strict
                 << ",\"elapsed_s\":" << elapsed() << "}" << std::endl;
-      models::save_checkpoint(out, model, {objective, iter, r.reward, sampler.guidance});
+      models::save_checkpoint(out, kept(), {objective, iter, r.reward, sampler.guidance});
       return r.reward;
     };
     std::cerr << "spotlight-train: " << objective << ", " << model->config().name << " DiT from " << checkpoint
@@ -171,18 +188,20 @@ int main(int argc, char** argv) {
       std::ostringstream fields;  // the objective's own statistics for the log line
       double grad_norm = 0;
       if (nft) {
-        // Each of `updates` minibatches: one noise level and noise per sample,
-        // one optimiser step; then the old policy catches up.
+        // Each of `updates` minibatches: --noise-draws noise levels and noises
+        // per sample, one optimiser step; then the old policy catches up.
         auto r = models::nft_optimality(adv);
         auto order = torch::randperm(int64_t(seeds.size()), train_gen);
         models::NftLossStats st, sum;
         for (auto idx : order.tensor_split(updates)) {  // exactly `updates` parts
-          auto x0 = roll.images.index_select(0, idx.to(roll.images.device()));
-          auto s = models::sample_training_sigmas(x0.size(0), 1.0, train_gen).to(dev);
+          const auto k = int64_t(noise_draws);
+          auto x0 = roll.images.index_select(0, idx.to(roll.images.device())).repeat({k, 1, 1, 1});
+          auto s = models::stratified_training_sigmas(idx.size(0), k, train_gen).to(dev);
           auto eps = torch::randn(x0.sizes(), train_gen).to(dev);
           opt.zero_grad();
-          models::nft_loss(model, old->model(), x0, tokens.index_select(0, idx.to(dev)), r.index_select(0, idx), s,
-                           eps, nft_beta, &st)
+          models::nft_loss(model, old->model(), x0, tokens.index_select(0, idx.to(dev)).repeat({k, 1}),
+                           r.index_select(0, idx).repeat({k}), s, eps, nft_beta, &st,
+                           nft_cfg ? sampler.guidance : 1.0)
               .backward();
           grad_norm = std::max(grad_norm, double(torch::nn::utils::clip_grad_norm_(model->parameters(), 1.0)));
           opt.step();
@@ -220,6 +239,7 @@ int main(int argc, char** argv) {
                << ",\"clip_fraction\":" << sum.clip_fraction
                << ",\"max_ratio_deviation\":" << sum.max_ratio_deviation;
       }
+      if (ema) ema->update(model);
       std::cout << "{\"event\":\"iter\",\"iter\":" << iter << ",\"reward_mean\":" << rewards.mean().item<double>()
                 << ",\"reward_std\":" << rewards.std(false).item<double>()
                 << ",\"zero_std_fraction\":" << models::zero_std_fraction(rewards, group) << fields.str()
