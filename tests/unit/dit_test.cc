@@ -325,7 +325,7 @@ TEST(Training, NftWithGuidanceFitsTheVelocityTheGuidedSamplerFollows) {
               expected.item<double>(), 1e-5 * expected.item<double>());
   EXPECT_NEAR(nft_loss(model, old, x0, tokens, ones, s, eps, 1.0).item<double>(), prompt_only.item<double>(),
               1e-5 * prompt_only.item<double>());
-  // Both branches learn: the null prompt's tokens get a gradient only through v_null.
+  // And the guided loss reaches the weights (through both branches' forward pass).
   model->zero_grad();
   nft_loss(model, old, x0, tokens, ones, s, eps, 1.0, nullptr, w).backward();
   double norm2 = 0;
