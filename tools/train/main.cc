@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <iostream>
 #include <optional>
 #include <random>
@@ -48,6 +49,7 @@ int main(int argc, char** argv) {
   int updates = 2, noise_draws = 1;
   double nft_beta = 1.0, old_decay = 0.0, ema_decay = 0.0;
   bool nft_cfg = false;
+  std::string lr_decay = "none";
   double minutes = 30, lr = 2e-4, guidance = -1;
   bool per_group_std = false;
   uint64_t seed = 1;
@@ -100,6 +102,10 @@ int main(int argc, char** argv) {
                  "(0: the trained weights themselves)")
       ->check(CLI::Range(0.0, 1.0));
   app.add_option("--lr", lr, "AdamW learning rate")->check(CLI::PositiveNumber);
+  app.add_option("--lr-decay", lr_decay,
+                 "none, or cosine: the learning rate falls to 0 over the run (whichever of --minutes and "
+                 "--iterations ends it first)")
+      ->check(CLI::IsMember({"none", "cosine"}));
   app.add_option("--clip", grpo.clip_range, "PPO clip range of the per-step ratio")->check(CLI::PositiveNumber);
   app.add_option("--beta", grpo.beta, "KL weight to the pre-trained reference")->check(CLI::NonNegativeNumber);
   app.add_flag("--group-std", per_group_std, "normalise advantages by the group's std, not the batch's");
@@ -116,6 +122,8 @@ int main(int argc, char** argv) {
 
   try {
     const bool nft = objective == "nft";
+    if (!nft && (nft_cfg || noise_draws != 1))
+      throw std::invalid_argument("--nft-cfg and --noise-draws belong to --objective nft");
     if (!nft && sampler.noise_level <= 0)
       throw std::invalid_argument("--objective grpo trains on SDE steps: --noise-level must be positive");
     if (nft && updates > prompts_per_iter * group)
@@ -166,6 +174,13 @@ int main(int argc, char** argv) {
     int iter = 0;
     while (iter < iterations && elapsed() < minutes * 60) {
       ++iter;
+      if (lr_decay == "cosine") {
+        // Progress by the budget that ends the run first: wall time or iterations.
+        const double progress =
+            std::min(1.0, std::max(elapsed() / (minutes * 60), double(iter - 1) / double(iterations)));
+        for (auto& g : opt.param_groups())
+          static_cast<torch::optim::AdamWOptions&>(g.options()).lr(lr * 0.5 * (1 + std::cos(M_PI * progress)));
+      }
       std::vector<scene::Prompt> prompts;
       std::vector<uint64_t> seeds;
       for (int p = 0; p < prompts_per_iter; ++p) {
