@@ -52,13 +52,15 @@ torch::Tensor rewards_tensor(const std::vector<scene::Score>& scores) {
 }
 
 EvalResult evaluate(DiT& model, const EvalOptions& opts) {
-  const auto prompts = scene::evaluation_prompts(opts.prompts);
+  const auto prompts = scene::evaluation_prompts(
+      opts.prompts, opts.validation ? scene::kValidationPromptSeed : scene::kEvaluationPromptSeed);
+  const uint64_t seed_base = opts.validation ? kValidationSeedBase : kEvalSeedBase;
   std::vector<scene::Prompt> all;
   std::vector<uint64_t> seeds;
   for (size_t p = 0; p < prompts.size(); ++p)
     for (int j = 0; j < opts.seeds_per_prompt; ++j) {
       all.push_back(prompts[p]);
-      seeds.push_back(kEvalSeedBase + p * opts.seeds_per_prompt + j);
+      seeds.push_back(seed_base + p * opts.seeds_per_prompt + j);
     }
   SamplerOptions sampler;
   sampler.steps = opts.steps;

@@ -35,8 +35,10 @@ struct EvalOptions {
   double guidance = 1.0;     // classifier-free guidance scale (SamplerOptions::guidance)
   int64_t batch = 64;
   bool keep_images = false;  // return the generated images (to look at them)
+  bool validation = false;   // the trainer's validation set: other prompts, other seeds
 };
 constexpr uint64_t kEvalSeedBase = 0x5eed0000;
+constexpr uint64_t kValidationSeedBase = 0x7a110000;
 
 struct EvalResult {
   double reward = 0;  // mean partial-credit reward

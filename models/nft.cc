@@ -7,14 +7,17 @@
 
 namespace spotlight::models {
 
-torch::Tensor nft_optimality(const torch::Tensor& advantages) {
-  return 0.5 + 0.5 * advantages.to(torch::kFloat32).clamp(-1.0, 1.0);
+torch::Tensor nft_optimality(const torch::Tensor& advantages, bool positive_only) {
+  return 0.5 + 0.5 * advantages.to(torch::kFloat32).clamp(positive_only ? 0.0 : -1.0, 1.0);
 }
 
 torch::Tensor nft_loss(DiT& model, DiT& old, const torch::Tensor& x0, const torch::Tensor& tokens,
                        const torch::Tensor& r, const torch::Tensor& s, const torch::Tensor& eps,
-                       double beta, NftLossStats* stats, double guidance) {
+                       double beta, NftLossStats* stats, double guidance, DiT* reference,
+                       double reference_weight) {
   if (!(beta > 0)) throw std::invalid_argument("nft_loss: beta must be positive");
+  if (reference_weight < 0 || (reference_weight > 0 && !reference))
+    throw std::invalid_argument("nft_loss: a positive reference weight needs a reference model");
   const int64_t b = x0.size(0);
   if (r.dim() != 1 || r.size(0) != b || s.size(0) != b || tokens.size(0) != b)
     throw std::invalid_argument("nft_loss: x0, tokens, r and s must share the batch dimension");
@@ -32,12 +35,23 @@ torch::Tensor nft_loss(DiT& model, DiT& old, const torch::Tensor& x0, const torc
   auto neg = (v_neg - target).pow(2).flatten(1).mean(1);
   auto rr = r.to(pos.device(), torch::kFloat32);
   auto loss = (rr * pos + (1 - rr) * neg).mean();
+  torch::Tensor ref_mse;
+  if (reference_weight > 0) {
+    torch::Tensor v_ref;
+    {
+      torch::NoGradGuard no_grad;
+      v_ref = guided_velocity(*reference, x, s, tokens, guidance).to(torch::kFloat32);
+    }
+    ref_mse = (v - v_ref).pow(2).mean();
+    loss = loss + reference_weight * ref_mse;
+  }
   if (stats) {
     torch::NoGradGuard no_grad;
     stats->loss = loss.item<double>();
     stats->positive_mse = (rr * pos).sum().item<double>() / std::max(1e-9, rr.sum().item<double>());
     stats->negative_mse =
         ((1 - rr) * neg).sum().item<double>() / std::max(1e-9, (1 - rr).sum().item<double>());
+    stats->reference_mse = ref_mse.defined() ? ref_mse.item<double>() : 0.0;
   }
   return loss;
 }

@@ -18,12 +18,19 @@
 namespace spotlight::models {
 
 // r = 1/2 + 1/2 clip(A, -1, 1) from group-normalised advantages A [N].
-torch::Tensor nft_optimality(const torch::Tensor& advantages);
+// positive_only raises r to at least 1/2: a worse-than-average sample then
+// anchors the velocity at the old policy's instead of pushing it away from
+// its own image. Why: the push-away term is gradient ascent on the flow-
+// matching error of the model's own samples, and on a small model it erodes
+// what the base model draws well (colours, counts) while the better samples
+// teach the rest.
+torch::Tensor nft_optimality(const torch::Tensor& advantages, bool positive_only = false);
 
 struct NftLossStats {
   double loss = 0;
   double positive_mse = 0;  // r-weighted error of v+ (flow-matching units)
   double negative_mse = 0;  // (1 - r)-weighted error of v-
+  double reference_mse = 0; // |v - v_ref|^2, when a reference anchors the loss
 };
 
 // x0: the samples [B, C, H, W]; tokens: their prompts [B, L]; r: [B] in [0, 1];
@@ -33,8 +40,13 @@ struct NftLossStats {
 // sampler at scale w follows, with gradients through both branches. Why: a
 // rollout at w = 5 moves with five times any change of the prompt branch, so
 // fitting the prompt branch alone to guided samples overshoots by that much.
+// reference, reference_weight: adds reference_weight * |v - v_ref|^2, the
+// velocity's distance from a fixed reference (the pre-trained model) at the
+// same noisy inputs: the flow-matching form of the KL to the reference that
+// DiffusionNFT's release carries, so that RL keeps what the base model knew.
 torch::Tensor nft_loss(DiT& model, DiT& old, const torch::Tensor& x0, const torch::Tensor& tokens,
                        const torch::Tensor& r, const torch::Tensor& s, const torch::Tensor& eps,
-                       double beta, NftLossStats* stats = nullptr, double guidance = 1.0);
+                       double beta, NftLossStats* stats = nullptr, double guidance = 1.0,
+                       DiT* reference = nullptr, double reference_weight = 0.0);
 
 }  // namespace spotlight::models

@@ -141,9 +141,9 @@ Prompt PromptGenerator::next(Tag tag) {
   return p;
 }
 
-std::vector<Prompt> evaluation_prompts(int n) {
+std::vector<Prompt> evaluation_prompts(int n, uint64_t generator_seed) {
   if (n < 0) throw std::invalid_argument("negative prompt count");
-  PromptGenerator gen(0x5EED0E7A1ull);
+  PromptGenerator gen(generator_seed);
   std::vector<Prompt> out;
   out.reserve(n);
   for (int i = 0; i < n; ++i) {

@@ -88,7 +88,11 @@ class PromptGenerator {
 
 // The fixed evaluation set: tags in turn (balanced), from a fixed seed, with
 // repeats avoided where a tag has enough distinct prompts. Same n, same set.
-std::vector<Prompt> evaluation_prompts(int n = 64);
+// generator_seed: another seed gives another balanced set of the same kind
+// (the trainer's validation set, kept apart from the reported one).
+constexpr uint64_t kEvaluationPromptSeed = 0x5EED0E7A1ull;
+constexpr uint64_t kValidationPromptSeed = 0x7A11DA7Eull;
+std::vector<Prompt> evaluation_prompts(int n = 64, uint64_t generator_seed = kEvaluationPromptSeed);
 
 // n prompts of PromptGenerator(seed).
 std::vector<Prompt> training_prompts(int n, uint64_t seed);

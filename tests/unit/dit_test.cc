@@ -249,6 +249,9 @@ TEST(Training, TheKlTermPullsTowardsTheReference) {
 TEST(Training, NftOptimalityMapsAdvantagesIntoTheUnitInterval) {
   auto r = nft_optimality(torch::tensor({-3.0f, -1.0f, 0.0f, 0.5f, 2.0f}));
   EXPECT_TRUE(torch::allclose(r, torch::tensor({0.0f, 0.0f, 0.5f, 0.75f, 1.0f})));
+  // Positive-only: worse-than-average samples sit at 1/2 (they anchor, not repel).
+  auto p = nft_optimality(torch::tensor({-3.0f, -1.0f, 0.0f, 0.5f, 2.0f}), true);
+  EXPECT_TRUE(torch::allclose(p, torch::tensor({0.5f, 0.5f, 0.5f, 0.75f, 1.0f})));
 }
 
 namespace {
@@ -332,6 +335,35 @@ TEST(Training, NftWithGuidanceFitsTheVelocityTheGuidedSamplerFollows) {
   for (auto& p : model->parameters())
     if (p.grad().defined()) norm2 += p.grad().pow(2).sum().item<double>();
   EXPECT_GT(norm2, 0);
+}
+
+TEST(Training, NftReferenceTermAddsTheVelocitysDistanceFromTheReference) {
+  auto [model, old, x0, tokens, eps] = NftSetup(11);
+  auto reference = perturbed_model(12);  // another model: the distance is not zero
+  auto s = torch::tensor({0.3f, 0.5f, 0.7f, 0.9f});
+  auto r = torch::tensor({1.0f, 0.0f, 0.5f, 0.75f});
+  const double w = 2.0, weight = 0.25;
+  torch::Tensor by_hand;
+  {
+    torch::NoGradGuard ng;
+    auto x = interpolate(x0, eps, s);
+    by_hand = (guided_velocity(model, x, s, tokens, w) - guided_velocity(reference, x, s, tokens, w)).pow(2).mean();
+  }
+  ASSERT_GT(by_hand.item<double>(), 0);
+  NftLossStats st;
+  const double plain = nft_loss(model, old, x0, tokens, r, s, eps, 1.0, nullptr, w).item<double>();
+  const double anchored = nft_loss(model, old, x0, tokens, r, s, eps, 1.0, &st, w, &reference, weight).item<double>();
+  EXPECT_NEAR(anchored - plain, weight * by_hand.item<double>(), 1e-5 * anchored);
+  EXPECT_NEAR(st.reference_mse, by_hand.item<double>(), 1e-5 * by_hand.item<double>());
+  // The term pulls: a few steps on it alone bring the velocity nearer the reference.
+  torch::optim::Adam opt(model->parameters(), torch::optim::AdamOptions(1e-3));
+  for (int i = 0; i < 5; ++i) {
+    opt.zero_grad();
+    nft_loss(model, old, x0, tokens, torch::full({4}, 0.5f), s, eps, 1.0, &st, w, &reference, 100.0).backward();
+    opt.step();
+  }
+  EXPECT_LT(st.reference_mse, by_hand.item<double>());
+  EXPECT_THROW(nft_loss(model, old, x0, tokens, r, s, eps, 1.0, nullptr, w, nullptr, weight), std::invalid_argument);
 }
 
 TEST(Checkpoint, RoundTripReproducesTheModelBitForBit) {

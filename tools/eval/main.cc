@@ -33,6 +33,8 @@ int main(int argc, char** argv) {
   app.add_option("--shift", eval.shift, "schedule shift of the sampler")->check(CLI::PositiveNumber);
   app.add_option("--guidance", guidance, "classifier-free guidance scale (default: the checkpoint's)")
       ->check(CLI::NonNegativeNumber);
+  app.add_flag("--validation", eval.validation,
+               "the trainers' validation set (spotlight-train --keep-best) instead of the evaluation set");
   app.add_option("--threads", threads, "CPU threads")->check(CLI::PositiveNumber);
   app.add_option("--device", device, "cpu, cuda or cuda:N");
   app.add_option("--grid", grid, "also write the first --grid-images images as a PPM grid to this file");
@@ -50,7 +52,7 @@ int main(int argc, char** argv) {
     std::cout << std::fixed << std::setprecision(4);
     std::cout << "checkpoint " << checkpoint << " (" << ck.model->config().name << ", " << ck.info.kind << " step "
               << ck.info.step << "): " << r.images << " images, " << eval.prompts << " prompts x "
-              << eval.seeds_per_prompt << " seeds, " << eval.steps << " ODE steps, guidance " << eval.guidance << ", " << secs << " s\n";
+              << eval.seeds_per_prompt << " seeds" << (eval.validation ? " (validation set)" : "") << ", " << eval.steps << " ODE steps, guidance " << eval.guidance << ", " << secs << " s\n";
     std::cout << "| tag | reward |\n| --- | --- |\n";
     for (const auto& [tag, v] : r.reward_by_tag) std::cout << "| " << tag << " | " << v << " |\n";
     if (!grid.empty()) {

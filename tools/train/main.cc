@@ -46,9 +46,9 @@ int main(int argc, char** argv) {
   int prompts_per_iter = 8, group = 8, iterations = 1000000, eval_every = 10, rank_every = 0, threads = 2;
   int train_steps = 0;  // 0: every SDE step of the window
   std::string reward_name = "geneval", objective = "grpo";
-  int updates = 2, noise_draws = 1;
-  double nft_beta = 1.0, old_decay = 0.0, ema_decay = 0.0;
-  bool nft_cfg = false;
+  int updates = 2, noise_draws = 1, epochs = 1;
+  double nft_beta = 1.0, old_decay = 0.0, ema_decay = 0.0, reference_weight = 0.0;
+  bool nft_cfg = false, positive_only = false, keep_best = false;
   std::string lr_decay = "none";
   double minutes = 30, lr = 2e-4, guidance = -1;
   bool per_group_std = false;
@@ -57,7 +57,7 @@ int main(int argc, char** argv) {
   models::GrpoOptions grpo;
   models::EvalOptions eval;
   app.add_option("--checkpoint", checkpoint, "pre-trained checkpoint to start from")->required();
-  app.add_option("--out", out, "checkpoint written at every evaluation and at the end");
+  app.add_option("--out", out, "checkpoint written at every evaluation and at the end (with --keep-best: at each new best)");
   app.add_option("--minutes", minutes, "wall-time budget, evaluations included")->check(CLI::PositiveNumber);
   app.add_option("--iterations", iterations, "stop after this many iterations")->check(CLI::PositiveNumber);
   app.add_option("--prompts", prompts_per_iter, "prompts per iteration")->check(CLI::PositiveNumber);
@@ -97,6 +97,14 @@ int main(int argc, char** argv) {
   app.add_flag("--nft-cfg", nft_cfg,
                "nft: fit the classifier-free-guided velocity the rollouts follow (gradients through both "
                "branches), not the prompt branch alone");
+  app.add_flag("--positive-only", positive_only,
+               "nft: worse-than-average samples anchor the velocity at the old policy's (r = 1/2) instead of "
+               "pushing it away from their images");
+  app.add_option("--reference-weight", reference_weight,
+                 "nft: weight of |v - v_ref|^2, the velocity's distance from the starting checkpoint's (0: none)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--epochs", epochs, "nft: passes over each iteration's rollouts, each in --updates minibatches")
+      ->check(CLI::Range(1, 64));
   app.add_option("--ema", ema_decay,
                  "evaluate and write an exponential moving average of the trained weights with this decay "
                  "(0: the trained weights themselves)")
@@ -110,6 +118,11 @@ int main(int argc, char** argv) {
   app.add_option("--beta", grpo.beta, "KL weight to the pre-trained reference")->check(CLI::NonNegativeNumber);
   app.add_flag("--group-std", per_group_std, "normalise advantages by the group's std, not the batch's");
   app.add_option("--eval-every", eval_every, "evaluate and checkpoint every N iterations")->check(CLI::PositiveNumber);
+  app.add_flag("--keep-best", keep_best,
+               "evaluate on a held-out validation set (other prompts, other seeds than spotlight-eval's) and "
+               "write --out only when its reward improves: the run returns its best weights, not its last");
+  app.add_option("--eval-seeds", eval.seeds_per_prompt, "seeds per prompt of the run's evaluations")
+      ->check(CLI::PositiveNumber);
   app.add_option("--eval-steps", eval.steps, "ODE steps of the evaluation")->check(CLI::PositiveNumber);
   app.add_option("--rank-every", rank_every,
                  "every N iterations, re-roll the iteration's (prompt, seed) pairs with the updated weights "
@@ -122,8 +135,9 @@ int main(int argc, char** argv) {
 
   try {
     const bool nft = objective == "nft";
-    if (!nft && (nft_cfg || noise_draws != 1))
-      throw std::invalid_argument("--nft-cfg and --noise-draws belong to --objective nft");
+    if (!nft && (nft_cfg || noise_draws != 1 || positive_only || reference_weight > 0 || epochs != 1))
+      throw std::invalid_argument(
+          "--nft-cfg, --noise-draws, --positive-only, --reference-weight and --epochs belong to --objective nft");
     if (!nft && sampler.noise_level <= 0)
       throw std::invalid_argument("--objective grpo trains on SDE steps: --noise-level must be positive");
     if (nft && updates > prompts_per_iter * group)
@@ -137,7 +151,7 @@ int main(int argc, char** argv) {
     auto model = ck.model;
     model->to(dev);
     models::DiT ref{nullptr};
-    if (grpo.beta > 0) {
+    if (grpo.beta > 0 || reference_weight > 0) {
       ref = models::load_checkpoint(checkpoint).model;
       ref->to(dev);
     }
@@ -157,11 +171,17 @@ int main(int argc, char** argv) {
 
     const auto t0 = Clock::now();
     auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - t0).count(); };
+    eval.validation = keep_best;
+    double best = -1;
     auto run_eval = [&](int iter) {
       auto r = models::evaluate(kept(), eval);
+      const bool write = !keep_best || r.reward > best;
+      best = std::max(best, r.reward);
       std::cout << "{\"event\":\"eval\",\"iter\":" << iter << ",\"reward\":" << r.reward << ",\"strict\":" << r.strict
-                << ",\"elapsed_s\":" << elapsed() << "}" << std::endl;
-      models::save_checkpoint(out, kept(), {objective, iter, r.reward, sampler.guidance});
+                << ",\"set\":\"" << (keep_best ? "validation" : "evaluation")
+                << "\",\"written\":" << (write ? "true" : "false") << ",\"elapsed_s\":" << elapsed() << "}"
+                << std::endl;
+      if (write) models::save_checkpoint(out, kept(), {objective, iter, r.reward, sampler.guidance});
       return r.reward;
     };
     std::cerr << "spotlight-train: " << objective << ", " << model->config().name << " DiT from " << checkpoint
@@ -205,10 +225,11 @@ int main(int argc, char** argv) {
       if (nft) {
         // Each of `updates` minibatches: --noise-draws noise levels and noises
         // per sample, one optimiser step; then the old policy catches up.
-        auto r = models::nft_optimality(adv);
-        auto order = torch::randperm(int64_t(seeds.size()), train_gen);
+        auto r = models::nft_optimality(adv, positive_only);
         models::NftLossStats st, sum;
-        for (auto idx : order.tensor_split(updates)) {  // exactly `updates` parts
+        const int steps = updates * epochs;
+        for (int epoch = 0; epoch < epochs; ++epoch)  // each pass: a fresh order, in `updates` parts
+        for (auto idx : torch::randperm(int64_t(seeds.size()), train_gen).tensor_split(updates)) {
           const auto k = int64_t(noise_draws);
           auto x0 = roll.images.index_select(0, idx.to(roll.images.device())).repeat({k, 1, 1, 1});
           auto s = models::stratified_training_sigmas(idx.size(0), k, train_gen).to(dev);
@@ -216,17 +237,18 @@ int main(int argc, char** argv) {
           opt.zero_grad();
           models::nft_loss(model, old->model(), x0, tokens.index_select(0, idx.to(dev)).repeat({k, 1}),
                            r.index_select(0, idx).repeat({k}), s, eps, nft_beta, &st,
-                           nft_cfg ? sampler.guidance : 1.0)
+                           nft_cfg ? sampler.guidance : 1.0, ref ? &ref : nullptr, reference_weight)
               .backward();
           grad_norm = std::max(grad_norm, double(torch::nn::utils::clip_grad_norm_(model->parameters(), 1.0)));
           opt.step();
-          sum.loss += st.loss / updates;
-          sum.positive_mse += st.positive_mse / updates;
-          sum.negative_mse += st.negative_mse / updates;
+          sum.loss += st.loss / steps;
+          sum.positive_mse += st.positive_mse / steps;
+          sum.negative_mse += st.negative_mse / steps;
+          sum.reference_mse += st.reference_mse / steps;
         }
         old->update(model);
         fields << ",\"loss\":" << sum.loss << ",\"positive_mse\":" << sum.positive_mse
-               << ",\"negative_mse\":" << sum.negative_mse;
+               << ",\"negative_mse\":" << sum.negative_mse << ",\"reference_mse\":" << sum.reference_mse;
       } else {
         opt.zero_grad();
         models::GrpoStepStats sum, st;

@@ -1,0 +1,71 @@
+// spotlight-train --keep-best through the real binaries: the run evaluates on
+// the validation set, writes --out only when the validation reward beats every
+// earlier one, and the file it leaves is the best evaluation's weights, as
+// spotlight-eval --validation reads them back. The same run exercises nft's
+// --positive-only, --reference-weight and --epochs.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <sstream>
+
+#include "support/command.h"
+
+namespace spotlight {
+namespace {
+
+using testing::run_command;
+
+TEST(TrainKeepBest, WritesOnlyImprovementsAndLeavesTheBestWeights) {
+  const auto out = (std::filesystem::temp_directory_path() / "spotlight-keep-best-test.pt").string();
+  std::filesystem::remove(out);
+  const std::string ck = std::string(SPOTLIGHT_SOURCE_DIR) + "/models/checkpoints/tiny.pt";
+  // A high learning rate so that the evaluations differ from one iteration to the next.
+  auto train = run_command(std::string(SPOTLIGHT_TRAIN_BIN) + " --checkpoint " + ck +
+                           " --objective nft --noise-level 0 --positive-only --reference-weight 0.5 --epochs 2"
+                           " --keep-best --iterations 5 --eval-every 1 --eval-seeds 1 --lr 1e-3 --prompts 2"
+                           " --group 4 --steps 4 --eval-steps 4 --out " + out);
+  ASSERT_EQ(train.code, 0) << train.out;
+
+  double best = -1;
+  int best_iter = -1, evals = 0, iters = 0, written = 0;
+  std::istringstream lines(train.out);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.empty() || line[0] != '{') continue;
+    auto j = nlohmann::json::parse(line);
+    if (j["event"] == "iter") {
+      ++iters;
+      // Every pass after the first update sees weights that left the reference.
+      EXPECT_GT(j["reference_mse"].get<double>(), 0) << line;
+    } else if (j["event"] == "eval") {
+      ++evals;
+      EXPECT_EQ(j["set"], "validation") << line;
+      const double r = j["reward"].get<double>();
+      EXPECT_EQ(j["written"].get<bool>(), r > best) << line;
+      if (r > best) {
+        best = r;
+        best_iter = j["iter"].get<int>();
+        ++written;
+      }
+    }
+  }
+  EXPECT_EQ(iters, 5);
+  EXPECT_EQ(evals, 6);  // iteration 0 and after each of the 5
+  EXPECT_GE(written, 1);
+
+  // The file holds the best evaluation's weights: its step, and the same reward
+  // when spotlight-eval samples the same validation set again.
+  auto eval = run_command(std::string(SPOTLIGHT_EVAL_BIN) + " --checkpoint " + out +
+                          " --validation --seeds 1 --steps 4");
+  ASSERT_EQ(eval.code, 0) << eval.out;
+  EXPECT_NE(eval.out.find("nft step " + std::to_string(best_iter) + ")"), std::string::npos) << eval.out;
+  EXPECT_NE(eval.out.find("(validation set)"), std::string::npos) << eval.out;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(eval.out, m, std::regex("reward=([0-9.]+)"))) << eval.out;
+  EXPECT_NEAR(std::stod(m[1]), best, 1e-4) << eval.out;
+  std::filesystem::remove(out);
+}
+
+}  // namespace
+}  // namespace spotlight
