@@ -7,8 +7,9 @@
 
 namespace spotlight::models {
 
-torch::Tensor nft_optimality(const torch::Tensor& advantages, bool positive_only) {
-  return 0.5 + 0.5 * advantages.to(torch::kFloat32).clamp(positive_only ? 0.0 : -1.0, 1.0);
+torch::Tensor nft_optimality(const torch::Tensor& advantages, bool positive_only, double clip) {
+  if (!(clip > 0)) throw std::invalid_argument("nft_optimality: the advantage clip must be positive");
+  return 0.5 + 0.5 * advantages.to(torch::kFloat32).clamp(positive_only ? 0.0 : -clip, clip) / clip;
 }
 
 torch::Tensor nft_loss(DiT& model, DiT& old, const torch::Tensor& x0, const torch::Tensor& tokens,

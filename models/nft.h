@@ -17,14 +17,22 @@
 
 namespace spotlight::models {
 
-// r = 1/2 + 1/2 clip(A, -1, 1) from group-normalised advantages A [N].
+// r = 1/2 + 1/2 clip(A, -M, M) / M from group-normalised advantages A [N]
+// (M = clip, DiffusionNFT's adv_clip_max; its release uses 5). Why M matters:
+// the advantages of a group sum to zero, so without clipping so does the
+// sum of (2r - 1), and the loss's pull towards the better samples and push
+// from the worse cancel on average. Clipping breaks that: rewards here are
+// skewed (a few good samples among many poor ones), the large positive
+// advantages are cut, and the net (2r - 1) < 0 is gradient ascent on the
+// flow-matching error of the model's own samples, a steady drift. A larger
+// M clips less and keeps the balance.
 // positive_only raises r to at least 1/2: a worse-than-average sample then
 // anchors the velocity at the old policy's instead of pushing it away from
 // its own image. Why: the push-away term is gradient ascent on the flow-
 // matching error of the model's own samples, and on a small model it erodes
 // what the base model draws well (colours, counts) while the better samples
 // teach the rest.
-torch::Tensor nft_optimality(const torch::Tensor& advantages, bool positive_only = false);
+torch::Tensor nft_optimality(const torch::Tensor& advantages, bool positive_only = false, double clip = 1.0);
 
 struct NftLossStats {
   double loss = 0;

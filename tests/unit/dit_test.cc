@@ -252,6 +252,21 @@ TEST(Training, NftOptimalityMapsAdvantagesIntoTheUnitInterval) {
   // Positive-only: worse-than-average samples sit at 1/2 (they anchor, not repel).
   auto p = nft_optimality(torch::tensor({-3.0f, -1.0f, 0.0f, 0.5f, 2.0f}), true);
   EXPECT_TRUE(torch::allclose(p, torch::tensor({0.5f, 0.5f, 0.5f, 0.75f, 1.0f})));
+  // A wider clip: r = 1/2 + A / (2M) until |A| reaches M.
+  auto wide = nft_optimality(torch::tensor({-6.0f, -1.0f, 0.0f, 2.5f, 5.0f}), false, 5.0);
+  EXPECT_TRUE(torch::allclose(wide, torch::tensor({0.0f, 0.4f, 0.5f, 0.75f, 1.0f})));
+  EXPECT_THROW(nft_optimality(torch::zeros({2}), false, 0.0), std::invalid_argument);
+}
+
+TEST(Training, NftOptimalityStaysBalancedWhereNoAdvantageIsClipped) {
+  // Skewed rewards: one good sample among poor ones. Its advantage is cut at
+  // M = 1, which leaves a net push (mean 2r - 1 < 0); at M = 5 nothing is cut
+  // and pull and push cancel.
+  auto rewards = torch::tensor({1.0f, 0.2f, 0.2f, 0.2f, 0.1f, 0.2f, 0.3f, 0.2f});
+  auto adv = group_advantages(rewards, 8, true);
+  ASSERT_GT(adv.max().item<float>(), 1.0f);
+  EXPECT_LT((2 * nft_optimality(adv) - 1).mean().item<double>(), -0.05);
+  EXPECT_NEAR((2 * nft_optimality(adv, false, 5.0) - 1).mean().item<double>(), 0.0, 1e-6);
 }
 
 namespace {

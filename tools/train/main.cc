@@ -47,7 +47,7 @@ int main(int argc, char** argv) {
   int train_steps = 0;  // 0: every SDE step of the window
   std::string reward_name = "geneval", objective = "grpo";
   int updates = 2, noise_draws = 1, epochs = 1;
-  double nft_beta = 1.0, old_decay = 0.0, ema_decay = 0.0, reference_weight = 0.0;
+  double nft_beta = 1.0, old_decay = 0.0, ema_decay = 0.0, reference_weight = 0.0, adv_clip = 1.0;
   bool nft_cfg = false, positive_only = false, keep_best = false;
   std::string lr_decay = "none";
   double minutes = 30, lr = 2e-4, guidance = -1;
@@ -97,6 +97,10 @@ int main(int argc, char** argv) {
   app.add_flag("--nft-cfg", nft_cfg,
                "nft: fit the classifier-free-guided velocity the rollouts follow (gradients through both "
                "branches), not the prompt branch alone");
+  app.add_option("--adv-clip", adv_clip,
+                 "nft: r = 1/2 + 1/2 clip(A, -M, M) / M; a larger M clips fewer advantages, which keeps the pull "
+                 "towards better samples and the push from worse ones balanced (DiffusionNFT's release: 5)")
+      ->check(CLI::PositiveNumber);
   app.add_flag("--positive-only", positive_only,
                "nft: worse-than-average samples anchor the velocity at the old policy's (r = 1/2) instead of "
                "pushing it away from their images");
@@ -135,9 +139,11 @@ int main(int argc, char** argv) {
 
   try {
     const bool nft = objective == "nft";
-    if (!nft && (nft_cfg || noise_draws != 1 || positive_only || reference_weight > 0 || epochs != 1))
+    if (!nft && (nft_cfg || noise_draws != 1 || positive_only || reference_weight > 0 || epochs != 1 ||
+                 adv_clip != 1.0))
       throw std::invalid_argument(
-          "--nft-cfg, --noise-draws, --positive-only, --reference-weight and --epochs belong to --objective nft");
+          "--nft-cfg, --noise-draws, --positive-only, --reference-weight, --epochs and --adv-clip belong to "
+          "--objective nft");
     if (!nft && sampler.noise_level <= 0)
       throw std::invalid_argument("--objective grpo trains on SDE steps: --noise-level must be positive");
     if (nft && updates > prompts_per_iter * group)
@@ -225,7 +231,10 @@ int main(int argc, char** argv) {
       if (nft) {
         // Each of `updates` minibatches: --noise-draws noise levels and noises
         // per sample, one optimiser step; then the old policy catches up.
-        auto r = models::nft_optimality(adv, positive_only);
+        auto r = models::nft_optimality(adv, positive_only, adv_clip);
+        // mean(2r - 1): 0 when pull and push balance; < 0 is a net push away
+        // from the model's own samples, > 0 a net fit to them.
+        fields << ",\"imbalance\":" << (2 * r - 1).mean().item<double>();
         models::NftLossStats st, sum;
         const int steps = updates * epochs;
         for (int epoch = 0; epoch < epochs; ++epoch)  // each pass: a fresh order, in `updates` parts
