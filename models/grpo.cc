@@ -24,6 +24,10 @@ double zero_std_fraction(const torch::Tensor& rewards, int64_t group_size) {
   return tied.to(torch::kFloat64).mean().item<double>();
 }
 
+double best_of_group_mean(const torch::Tensor& rewards, int64_t group_size) {
+  return rewards.to(torch::kFloat64).view({-1, group_size}).amax(1).mean().item<double>();
+}
+
 torch::Tensor grpo_step_loss(DiT& model, DiT* ref, const torch::Tensor& tokens, const Rollout& rollout,
                              size_t k, const torch::Tensor& advantages, const SamplerOptions& sampler,
                              const GrpoOptions& opts, GrpoStepStats* stats) {

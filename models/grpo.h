@@ -19,6 +19,11 @@ torch::Tensor group_advantages(const torch::Tensor& rewards, int64_t group_size,
 // Fraction of groups whose rewards all tie (Flow-GRPO's zero_std_ratio).
 double zero_std_fraction(const torch::Tensor& rewards, int64_t group_size);
 
+// Mean over groups of the group's best reward: what picking the best of G
+// seeds per prompt would score, the ceiling that any reweighting of the
+// policy's own samples moves towards (the batch mean is the floor).
+double best_of_group_mean(const torch::Tensor& rewards, int64_t group_size);
+
 struct GrpoOptions {
   double clip_range = 1e-4;  // PPO clip on the per-step ratio (log-probs are means over dims)
   double beta = 0.0;         // weight of the KL to the reference policy

@@ -12,10 +12,17 @@ torch::Tensor nft_optimality(const torch::Tensor& advantages, bool positive_only
   return 0.5 + 0.5 * advantages.to(torch::kFloat32).clamp(positive_only ? 0.0 : -clip, clip) / clip;
 }
 
+torch::Tensor nft_selected_optimality(const std::vector<bool>& selected) {
+  auto r = torch::full({int64_t(selected.size())}, 0.5, torch::kFloat32);
+  for (size_t i = 0; i < selected.size(); ++i)
+    if (selected[i]) r[int64_t(i)] = 1.0;
+  return r;
+}
+
 torch::Tensor nft_loss(DiT& model, DiT& old, const torch::Tensor& x0, const torch::Tensor& tokens,
                        const torch::Tensor& r, const torch::Tensor& s, const torch::Tensor& eps,
                        double beta, NftLossStats* stats, double guidance, DiT* reference,
-                       double reference_weight) {
+                       double reference_weight, bool null_grad) {
   if (!(beta > 0)) throw std::invalid_argument("nft_loss: beta must be positive");
   if (reference_weight < 0 || (reference_weight > 0 && !reference))
     throw std::invalid_argument("nft_loss: a positive reference weight needs a reference model");
@@ -28,7 +35,7 @@ torch::Tensor nft_loss(DiT& model, DiT& old, const torch::Tensor& x0, const torc
     torch::NoGradGuard no_grad;
     v_old = guided_velocity(old, x, s, tokens, guidance).to(torch::kFloat32);
   }
-  auto v = guided_velocity(model, x, s, tokens, guidance).to(torch::kFloat32);
+  auto v = guided_velocity(model, x, s, tokens, guidance, nullptr, null_grad).to(torch::kFloat32);
   auto target = (eps - x0).to(torch::kFloat32);
   auto v_pos = (1 - beta) * v_old + beta * v;
   auto v_neg = (1 + beta) * v_old - beta * v;

@@ -13,6 +13,8 @@
 
 #include <torch/torch.h>
 
+#include <vector>
+
 #include "models/dit.h"
 
 namespace spotlight::models {
@@ -34,6 +36,16 @@ namespace spotlight::models {
 // teach the rest.
 torch::Tensor nft_optimality(const torch::Tensor& advantages, bool positive_only = false, double clip = 1.0);
 
+// Rejection-sampling fine-tuning (RAFT) in NFT's form: r = 1 for the selected
+// samples, 1/2 for the rest. With beta = 1 an r = 1 sample is plain flow
+// matching on its image and an r = 1/2 sample anchors the velocity at the old
+// policy's (zero gradient there, a restoring force away from it). Why select
+// by an absolute criterion (every clause of the prompt right) and not by the
+// group's advantage: --positive-only pulls every better-than-average sample,
+// which in a poor group is still a wrong image, and it collapsed; a correct
+// image is worth fitting whatever its group drew.
+torch::Tensor nft_selected_optimality(const std::vector<bool>& selected);
+
 struct NftLossStats {
   double loss = 0;
   double positive_mse = 0;  // r-weighted error of v+ (flow-matching units)
@@ -52,9 +64,15 @@ struct NftLossStats {
 // velocity's distance from a fixed reference (the pre-trained model) at the
 // same noisy inputs: the flow-matching form of the KL to the reference that
 // DiffusionNFT's release carries, so that RL keeps what the base model knew.
+// null_grad false (with guidance != 1): the null branch carries no gradient.
+// Why: the guided velocity weighs the null branch by 1 - w (-4 at w = 5), so
+// a net pull of the guided velocity towards the samples pushes the null
+// branch four times as hard away from them, ascending its flow-matching
+// loss; every run with a net pull (--positive-only, --select strict)
+// collapsed. The weights are shared, so the null branch still moves.
 torch::Tensor nft_loss(DiT& model, DiT& old, const torch::Tensor& x0, const torch::Tensor& tokens,
                        const torch::Tensor& r, const torch::Tensor& s, const torch::Tensor& eps,
                        double beta, NftLossStats* stats = nullptr, double guidance = 1.0,
-                       DiT* reference = nullptr, double reference_weight = 0.0);
+                       DiT* reference = nullptr, double reference_weight = 0.0, bool null_grad = true);
 
 }  // namespace spotlight::models

@@ -269,6 +269,16 @@ TEST(Training, NftOptimalityStaysBalancedWhereNoAdvantageIsClipped) {
   EXPECT_NEAR((2 * nft_optimality(adv, false, 5.0) - 1).mean().item<double>(), 0.0, 1e-6);
 }
 
+TEST(Training, NftSelectionFitsTheSelectedAndAnchorsTheRest) {
+  auto r = nft_selected_optimality({true, false, false, true});
+  ASSERT_EQ(r.size(0), 4);
+  EXPECT_FLOAT_EQ(r[0].item<float>(), 1.0f);
+  EXPECT_FLOAT_EQ(r[1].item<float>(), 0.5f);
+  EXPECT_FLOAT_EQ(r[2].item<float>(), 0.5f);
+  EXPECT_FLOAT_EQ(r[3].item<float>(), 1.0f);
+  EXPECT_EQ(nft_selected_optimality({}).numel(), 0);
+}
+
 namespace {
 
 // A policy, an identical old policy, and four rendered samples with fixed noise.
@@ -350,6 +360,45 @@ TEST(Training, NftWithGuidanceFitsTheVelocityTheGuidedSamplerFollows) {
   for (auto& p : model->parameters())
     if (p.grad().defined()) norm2 += p.grad().pow(2).sum().item<double>();
   EXPECT_GT(norm2, 0);
+}
+
+TEST(Training, NftWithAFrozenNullBranchFitsThroughThePromptBranchOnly) {
+  // --freeze-null: the same loss, but its gradient is that of the guided
+  // velocity with the null branch's output held constant.
+  auto [model, old, x0, tokens, eps] = NftSetup(11);
+  auto s = torch::tensor({0.3f, 0.5f, 0.7f, 0.9f});
+  const double w = 5.0;
+  auto ones = torch::ones({4});
+  auto grads = [&] {
+    std::vector<torch::Tensor> g;
+    for (auto& p : model->parameters()) g.push_back(p.grad().defined() ? p.grad().clone() : torch::zeros_like(p));
+    return g;
+  };
+  model->zero_grad();
+  auto x = interpolate(x0, eps, s);
+  auto v_prompt = model->forward(x, s, tokens);
+  torch::Tensor v_null;
+  {
+    torch::NoGradGuard ng;
+    v_null = model->forward(x, s, torch::zeros_like(tokens));
+  }
+  (v_null + w * (v_prompt - v_null) - (eps - x0)).pow(2).mean().backward();
+  const auto by_hand = grads();
+  model->zero_grad();
+  nft_loss(model, old, x0, tokens, ones, s, eps, 1.0, nullptr, w, nullptr, 0.0, /*null_grad=*/false).backward();
+  const auto frozen = grads();
+  model->zero_grad();
+  nft_loss(model, old, x0, tokens, ones, s, eps, 1.0, nullptr, w).backward();
+  const auto both = grads();
+  double diff_hand = 0, diff_both = 0, norm = 0;
+  for (size_t i = 0; i < frozen.size(); ++i) {
+    diff_hand += (frozen[i] - by_hand[i]).pow(2).sum().item<double>();
+    diff_both += (frozen[i] - both[i]).pow(2).sum().item<double>();
+    norm += by_hand[i].pow(2).sum().item<double>();
+  }
+  ASSERT_GT(norm, 0);
+  EXPECT_LT(diff_hand, 1e-8 * norm);
+  EXPECT_GT(diff_both, 1e-4 * norm);  // the null branch's gradient is a real part of the default
 }
 
 TEST(Training, NftReferenceTermAddsTheVelocitysDistanceFromTheReference) {

@@ -138,6 +138,8 @@ TEST(Advantages, GroupNormalisedClippedAndZeroForTiedGroups) {
   EXPECT_NEAR(a[1].item<double>(), -0.5 / (0.5 + 1e-4), 1e-5);
   for (int i = 4; i < 8; ++i) EXPECT_EQ(a[i].item<double>(), 0.0);
   EXPECT_DOUBLE_EQ(zero_std_fraction(r, 4), 0.5);
+  EXPECT_DOUBLE_EQ(best_of_group_mean(r, 4), 0.75);  // groups' best: 1.0 and 0.5
+  EXPECT_DOUBLE_EQ(best_of_group_mean(r, 2), 0.75);  // 1, 1, 0.5, 0.5
   // Global std: the whole batch's std (here 0.4330...) divides every group.
   auto g = group_advantages(r, 4, /*global_std=*/true);
   const double gstd = r.to(torch::kFloat64).std(false).item<double>();

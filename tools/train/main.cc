@@ -45,10 +45,10 @@ int main(int argc, char** argv) {
   std::string checkpoint, out = "grpo.pt", device = "cpu";
   int prompts_per_iter = 8, group = 8, iterations = 1000000, eval_every = 10, rank_every = 0, threads = 2;
   int train_steps = 0;  // 0: every SDE step of the window
-  std::string reward_name = "geneval", objective = "grpo";
+  std::string reward_name = "geneval", objective = "grpo", select = "advantage";
   int updates = 2, noise_draws = 1, epochs = 1;
   double nft_beta = 1.0, old_decay = 0.0, ema_decay = 0.0, reference_weight = 0.0, adv_clip = 1.0;
-  bool nft_cfg = false, positive_only = false, keep_best = false;
+  bool nft_cfg = false, positive_only = false, keep_best = false, freeze_null = false;
   std::string lr_decay = "none";
   double minutes = 30, lr = 2e-4, guidance = -1;
   bool per_group_std = false;
@@ -97,10 +97,18 @@ int main(int argc, char** argv) {
   app.add_flag("--nft-cfg", nft_cfg,
                "nft: fit the classifier-free-guided velocity the rollouts follow (gradients through both "
                "branches), not the prompt branch alone");
+  app.add_flag("--freeze-null", freeze_null,
+               "nft with --nft-cfg: no gradient through the null-prompt branch of the guided velocity (it "
+               "enters with weight 1 - w, so a net pull towards the samples would push it away from them)");
   app.add_option("--adv-clip", adv_clip,
                  "nft: r = 1/2 + 1/2 clip(A, -M, M) / M; a larger M clips fewer advantages, which keeps the pull "
                  "towards better samples and the push from worse ones balanced (DiffusionNFT's release: 5)")
       ->check(CLI::PositiveNumber);
+  app.add_option("--select", select,
+                 "nft: how a sample's optimality r is set: advantage (from its group-normalised advantage, "
+                 "DiffusionNFT), or strict (RAFT: r = 1 for images with every clause of the prompt right, 1/2 "
+                 "for the rest, which anchors them at the old policy)")
+      ->check(CLI::IsMember({"advantage", "strict"}));
   app.add_flag("--positive-only", positive_only,
                "nft: worse-than-average samples anchor the velocity at the old policy's (r = 1/2) instead of "
                "pushing it away from their images");
@@ -140,10 +148,15 @@ int main(int argc, char** argv) {
   try {
     const bool nft = objective == "nft";
     if (!nft && (nft_cfg || noise_draws != 1 || positive_only || reference_weight > 0 || epochs != 1 ||
-                 adv_clip != 1.0))
+                 adv_clip != 1.0 || select != "advantage"))
       throw std::invalid_argument(
-          "--nft-cfg, --noise-draws, --positive-only, --reference-weight, --epochs and --adv-clip belong to "
-          "--objective nft");
+          "--nft-cfg, --noise-draws, --positive-only, --reference-weight, --epochs, --adv-clip and --select "
+          "belong to --objective nft");
+    if (freeze_null && !nft_cfg) throw std::invalid_argument("--freeze-null needs --nft-cfg (--objective nft)");
+    if (select == "strict" && (positive_only || adv_clip != 1.0 || reward_name != "geneval"))
+      throw std::invalid_argument(
+          "--select strict sets r from mini-GenEval's strict verdict: it takes neither --positive-only, "
+          "--adv-clip nor --reward brightness");
     if (!nft && sampler.noise_level <= 0)
       throw std::invalid_argument("--objective grpo trains on SDE steps: --noise-level must be positive");
     if (nft && updates > prompts_per_iter * group)
@@ -219,9 +232,10 @@ int main(int argc, char** argv) {
       auto tokens = models::encode_prompts(prompts, text_len).to(dev);
       const auto r0 = Clock::now();
       auto roll = models::sample(nft ? old->model() : model, tokens, seeds, sampler);
-      auto rewards = reward_name == "brightness"
-                         ? roll.images.to(torch::kFloat32).flatten(1).mean(1).cpu()
-                         : models::rewards_tensor(models::score_batch(prompts, roll.images));
+      std::vector<scene::Score> scores;
+      if (reward_name == "geneval") scores = models::score_batch(prompts, roll.images);
+      auto rewards = reward_name == "brightness" ? roll.images.to(torch::kFloat32).flatten(1).mean(1).cpu()
+                                                 : models::rewards_tensor(scores);
       const double rollout_s = std::chrono::duration<double>(Clock::now() - r0).count();
       auto adv = models::group_advantages(rewards, group, !per_group_std);
 
@@ -231,9 +245,13 @@ int main(int argc, char** argv) {
       if (nft) {
         // Each of `updates` minibatches: --noise-draws noise levels and noises
         // per sample, one optimiser step; then the old policy catches up.
-        auto r = models::nft_optimality(adv, positive_only, adv_clip);
+        std::vector<bool> strict;
+        for (const auto& sc : scores) strict.push_back(sc.strict);
+        auto r = select == "strict" ? models::nft_selected_optimality(strict)
+                                    : models::nft_optimality(adv, positive_only, adv_clip);
         // mean(2r - 1): 0 when pull and push balance; < 0 is a net push away
-        // from the model's own samples, > 0 a net fit to them.
+        // from the model's own samples, > 0 a net fit to them (with --select
+        // strict: the fraction of samples selected).
         fields << ",\"imbalance\":" << (2 * r - 1).mean().item<double>();
         models::NftLossStats st, sum;
         const int steps = updates * epochs;
@@ -246,7 +264,7 @@ int main(int argc, char** argv) {
           opt.zero_grad();
           models::nft_loss(model, old->model(), x0, tokens.index_select(0, idx.to(dev)).repeat({k, 1}),
                            r.index_select(0, idx).repeat({k}), s, eps, nft_beta, &st,
-                           nft_cfg ? sampler.guidance : 1.0, ref ? &ref : nullptr, reference_weight)
+                           nft_cfg ? sampler.guidance : 1.0, ref ? &ref : nullptr, reference_weight, !freeze_null)
               .backward();
           grad_norm = std::max(grad_norm, double(torch::nn::utils::clip_grad_norm_(model->parameters(), 1.0)));
           opt.step();
@@ -288,7 +306,8 @@ int main(int argc, char** argv) {
       if (ema) ema->update(model);
       std::cout << "{\"event\":\"iter\",\"iter\":" << iter << ",\"reward_mean\":" << rewards.mean().item<double>()
                 << ",\"reward_std\":" << rewards.std(false).item<double>()
-                << ",\"zero_std_fraction\":" << models::zero_std_fraction(rewards, group) << fields.str()
+                << ",\"zero_std_fraction\":" << models::zero_std_fraction(rewards, group)
+                << ",\"best_of_group\":" << models::best_of_group_mean(rewards, group) << fields.str()
                 << ",\"grad_norm\":" << grad_norm << ",\"rollout_s\":" << rollout_s
                 << ",\"update_s\":" << std::chrono::duration<double>(Clock::now() - u0).count()
                 << ",\"elapsed_s\":" << elapsed() << "}" << std::endl;
