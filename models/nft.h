@@ -42,8 +42,9 @@ torch::Tensor nft_optimality(const torch::Tensor& advantages, bool positive_only
 // policy's (zero gradient there, a restoring force away from it). Why select
 // by an absolute criterion (every clause of the prompt right) and not by the
 // group's advantage: --positive-only pulls every better-than-average sample,
-// which in a poor group is still a wrong image, and it collapsed; a correct
-// image is worth fitting whatever its group drew.
+// which in a poor group is still a wrong image, and it collapsed. Measured
+// on the tiny model, this collapsed as well (docs/benchmarks.md, seventh
+// session): fitting only correct images is not enough to keep the rest.
 torch::Tensor nft_selected_optimality(const std::vector<bool>& selected);
 
 struct NftLossStats {
@@ -68,8 +69,9 @@ struct NftLossStats {
 // Why: the guided velocity weighs the null branch by 1 - w (-4 at w = 5), so
 // a net pull of the guided velocity towards the samples pushes the null
 // branch four times as hard away from them, ascending its flow-matching
-// loss; every run with a net pull (--positive-only, --select strict)
-// collapsed. The weights are shared, so the null branch still moves.
+// loss. Runs with a net pull (--positive-only, --select strict) collapsed;
+// freezing the null branch slowed that collapse but did not stop it. The
+// weights are shared, so the null branch still moves.
 torch::Tensor nft_loss(DiT& model, DiT& old, const torch::Tensor& x0, const torch::Tensor& tokens,
                        const torch::Tensor& r, const torch::Tensor& s, const torch::Tensor& eps,
                        double beta, NftLossStats* stats = nullptr, double guidance = 1.0,

@@ -245,9 +245,12 @@ int main(int argc, char** argv) {
       if (nft) {
         // Each of `updates` minibatches: --noise-draws noise levels and noises
         // per sample, one optimiser step; then the old policy catches up.
-        std::vector<bool> strict;
-        for (const auto& sc : scores) strict.push_back(sc.strict);
-        auto r = select == "strict" ? models::nft_selected_optimality(strict)
+        auto strict_verdicts = [&] {
+          std::vector<bool> v;
+          for (const auto& sc : scores) v.push_back(sc.strict);
+          return v;
+        };
+        auto r = select == "strict" ? models::nft_selected_optimality(strict_verdicts())
                                     : models::nft_optimality(adv, positive_only, adv_clip);
         // mean(2r - 1): 0 when pull and push balance; < 0 is a net push away
         // from the model's own samples, > 0 a net fit to them (with --select
