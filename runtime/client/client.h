@@ -71,7 +71,8 @@ class Client {
   // I/O thread only.
   zmq::socket_t dealer_;
   transport::Waker waker_;
-  std::vector<uint64_t> acks_;
+  std::vector<uint64_t> acks_;  // results received, not yet acknowledged to the head
+  transport::Clock::time_point first_ack_;  // when acks_ last became non-empty
   uint64_t boot_ = 0;
   transport::Clock::time_point last_heard_, last_sent_, last_hello_;
   std::atomic<bool> stop_{false};

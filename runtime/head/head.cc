@@ -16,6 +16,8 @@ constexpr int kMaxFramesPerTurn = 4096;
 constexpr size_t kMaxKey = 4096;
 constexpr int64_t kMaxWaitMs = 600000;
 constexpr size_t kBatchBytes = 1u << 20;  // split result/task batches at about 1 MiB
+constexpr auto kAcceptDelay = std::chrono::milliseconds(5);
+constexpr size_t kMaxUnannounced = 16384;
 
 bool valid_market(const std::string& m, bool allow_any) {
   return m == "reserved" || m == "spot" || (allow_any && m == "any");
@@ -99,8 +101,27 @@ void Head::turn() {
     store_->append(journal_.bytes());
     journal_.clear();
   }
+  announce_accepted();
   flush(to_callers_);
   maybe_compact(false);
+}
+
+// Runs after the commit: every id here is durable.
+void Head::announce_accepted() {
+  for (auto it = unannounced_.begin(); it != unannounced_.end();) {
+    Unannounced& u = it->second;
+    if (u.ids.size() < kMaxUnannounced && now_ - u.since < kAcceptDelay) {
+      ++it;
+      continue;
+    }
+    // Done (its result is on its way) or forgotten (its result was acknowledged): no need.
+    std::erase_if(u.ids, [&](uint64_t id) {
+      auto t = state_.tasks.find(id);
+      return t == state_.tasks.end() || t->second.state == TaskState::kDone;
+    });
+    if (!u.ids.empty()) to_callers_[it->first].accepted.ids = std::move(u.ids);
+    it = unannounced_.erase(it);
+  }
 }
 
 void Head::reply_error(const std::string& peer, wire::ErrorCode code, const std::string& msg,
@@ -341,12 +362,14 @@ void Head::queue_result(const Task& t) {
 
 void Head::on_calls(Client& c, wire::Calls& calls) {
   Outbox& box = to_callers_[c.peer];
+  Unannounced& accepted = unannounced_[c.peer];
+  if (accepted.ids.empty()) accepted.since = now_;
   count("calls", calls.calls.size());
   for (auto& call : calls.calls) {
     auto existing = state_.tasks.find(call.id);
     if (existing != state_.tasks.end()) {
       // A resubmission after a reconnect: accepted once, answered again if done.
-      box.accepted.ids.push_back(call.id);
+      accepted.ids.push_back(call.id);
       if (existing->second.state == TaskState::kDone) queue_result(existing->second);
       continue;
     }
@@ -382,7 +405,7 @@ void Head::on_calls(Client& c, wire::Calls& calls) {
     record(EventKind::kAccept, t);
     state_.apply_accept(t);
     pit->second.queue.push_back(t.id);
-    box.accepted.ids.push_back(t.id);
+    accepted.ids.push_back(t.id);
   }
 }
 

@@ -87,6 +87,31 @@ TEST(BadInput, HeadAnswersEachBadFrameAndKeepsServing) {
   EXPECT_GE(s.counters["error_bad_request"], 1u);
 }
 
+// Not bad input: the head's side of a call as a raw peer sees it. A call that
+// waits (no node can run it) is announced as accepted once committed, even
+// though the head holds announcements back a few milliseconds in case the
+// result comes first.
+TEST(HeadProtocol, AWaitingCallIsAnnouncedAsAccepted) {
+  LocalCluster cluster(cluster_options(0));
+  auto rt = cluster.connect();
+  rt.spawn<Worker>("no-node-yet");
+  RawPeer peer(cluster.address());
+  peer.send(wire::encode(wire::HelloClient{"raw-accepted", {}}));
+  auto welcome = peer.reply();
+  ASSERT_TRUE(welcome && welcome->type == wire::MsgType::kWelcome);
+  uint64_t id = (uint64_t{welcome->body<wire::Welcome>().client_num} << 40) | 1;
+  peer.send(wire::encode(wire::Calls{{wire::Call{id, "no-node-yet", "twice", Blob{pack(std::make_tuple(int64_t{21}))}, 0}}}));
+  auto accepted = peer.reply();
+  ASSERT_TRUE(accepted.has_value());
+  ASSERT_EQ(accepted->type, wire::MsgType::kAccepted);
+  EXPECT_EQ(accepted->body<wire::Accepted>().ids, std::vector<uint64_t>{id});
+  // Durable before it was announced: the pool's mailbox holds it.
+  ClusterStatus s = rt.status();
+  const PoolStatus* pool = testing::find_pool(s, "no-node-yet");
+  ASSERT_NE(pool, nullptr);
+  EXPECT_EQ(pool->queued, 1u);
+}
+
 // The object directory in the head, and a node's object server.
 TEST(BadInput, ObjectRequestsAreRefusedClearly) {
   LocalCluster cluster(cluster_options(1));

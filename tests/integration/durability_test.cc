@@ -68,5 +68,20 @@ TEST(Durability, ResultsStoredWhileTheCallerIsAwayAreDeliveredOnce) {
   }));
 }
 
+// A client acknowledges results lazily (with its next calls, or within a few
+// milliseconds); one that leaves right after its last result must still
+// acknowledge it, or the head would keep that result for a caller that is gone.
+TEST(Durability, ACallerThatLeavesAtOnceLeavesNoResultBehind) {
+  LocalCluster cluster(cluster_options(1));
+  {
+    auto rt = cluster.connect();
+    auto rec = rt.spawn<Recorder>("recorder3");
+    for (int i = 0; i < 50; ++i) ASSERT_EQ(rec.call(&Recorder::record, int64_t{i}).get(), i);
+  }  // the client closes here, its last acknowledgement not yet due
+  EXPECT_TRUE(wait_for_status(cluster.address(), [](const ClusterStatus& s) {
+    return s.tasks_live == 0;
+  }));
+}
+
 }  // namespace
 }  // namespace spotlight

@@ -14,6 +14,7 @@
 #include "models/nft.h"
 #include "models/sampler.h"
 #include "models/scene/prompt.h"
+#include "tools/common/device.h"
 
 using namespace spotlight;
 using namespace spotlight::models;
@@ -104,8 +105,10 @@ TEST(Sampler, SeededSamplingIsBitIdenticalAcrossRunsBatchesAndThreads) {
   std::vector<uint64_t> seeds{11, 12, 13, 14, 15};
   SamplerOptions opts;
   opts.steps = 6;
+  // The tools' --threads: LibTorch's pool and OpenBLAS's, whose matrix products
+  // must not change a sample either.
   auto run = [&](const std::vector<int>& rows, int threads) {
-    at::set_num_threads(threads);
+    spotlight::tools::set_cpu_threads(threads);
     std::vector<scene::Prompt> p;
     std::vector<uint64_t> s;
     for (int r : rows) {
@@ -122,8 +125,20 @@ TEST(Sampler, SeededSamplingIsBitIdenticalAcrossRunsBatchesAndThreads) {
   EXPECT_TRUE(torch::equal(all[3], shuffled[1])) << "a sample depends on batch order or threads";
   EXPECT_TRUE(torch::equal(all[0], shuffled[2]));
   EXPECT_TRUE(torch::equal(all, run({0, 1, 2, 3, 4}, 1))) << "a sample depends on the thread count";
-  at::set_num_threads(2);
+  spotlight::tools::set_cpu_threads(2);
   EXPECT_FALSE(torch::equal(all[0], all[1]));
+}
+
+TEST(Sampler, ThreadsOptionSetsOpenBlasToo) {
+  using GetThreads = int (*)();
+  auto get = reinterpret_cast<GetThreads>(::dlsym(RTLD_DEFAULT, "openblas_get_num_threads"));
+  if (!get) GTEST_SKIP() << "this LibTorch does not use OpenBLAS";
+  spotlight::tools::set_cpu_threads(1);
+  EXPECT_EQ(at::get_num_threads(), 1);
+  EXPECT_EQ(get(), 1) << "a --threads 1 job would still run its matrix products on every core";
+  spotlight::tools::set_cpu_threads(2);
+  EXPECT_EQ(at::get_num_threads(), 2);
+  EXPECT_EQ(get(), 2);
 }
 
 TEST(Sampler, RecordsTheTrajectoryAndOnPolicyRatiosAreExactlyOne) {

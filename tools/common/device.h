@@ -3,6 +3,8 @@
 
 #include <torch/torch.h>
 
+#include "tools/common/omp_env.h"
+
 #include <stdexcept>
 #include <string>
 
@@ -17,6 +19,12 @@ inline torch::Device parse_device(const std::string& name) {
   } catch (const c10::Error&) {
     throw std::invalid_argument("--device " + name + ": not a device (cpu, cuda, cuda:N)");
   }
+}
+
+// --threads: LibTorch's intra-op pool and OpenBLAS's pool alike.
+inline void set_cpu_threads(int n) {
+  at::set_num_threads(n);
+  set_blas_threads(n);
 }
 
 }  // namespace spotlight::tools

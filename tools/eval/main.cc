@@ -35,13 +35,13 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   app.add_flag("--validation", eval.validation,
                "the trainers' validation set (spotlight-train --keep-best) instead of the evaluation set");
-  app.add_option("--threads", threads, "CPU threads")->check(CLI::PositiveNumber);
+  app.add_option("--threads", threads, "CPU threads (LibTorch's and OpenBLAS's)")->check(CLI::PositiveNumber);
   app.add_option("--device", device, "cpu, cuda or cuda:N");
   app.add_option("--grid", grid, "also write the first --grid-images images as a PPM grid to this file");
   app.add_option("--grid-images", grid_images, "images in the grid")->check(CLI::PositiveNumber);
   CLI11_PARSE(app, argc, argv);
   try {
-    at::set_num_threads(threads);
+    spotlight::tools::set_cpu_threads(threads);
     auto ck = models::load_checkpoint(checkpoint);
     ck.model->to(spotlight::tools::parse_device(device));
     eval.guidance = guidance >= 0 ? guidance : ck.info.guidance;

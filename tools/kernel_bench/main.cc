@@ -68,14 +68,14 @@ int main(int argc, char** argv) {
   int threads = 2, iters = 20;
   bool json = false, quick = false;
   app.add_option("--device", device, "cpu, cuda or cuda:N");
-  app.add_option("--threads", threads, "CPU threads")->check(CLI::PositiveNumber);
+  app.add_option("--threads", threads, "CPU threads (LibTorch's and OpenBLAS's)")->check(CLI::PositiveNumber);
   app.add_option("--iters", iters, "timed calls per measurement; the median is reported")
       ->check(CLI::PositiveNumber);
   app.add_flag("--quick", quick, "small shapes only");
   app.add_flag("--json", json, "print one JSON object as the last line");
   CLI11_PARSE(app, argc, argv);
   try {
-    at::set_num_threads(threads);
+    spotlight::tools::set_cpu_threads(threads);
     const auto dev = spotlight::tools::parse_device(device);
     const bool gpu = dev.is_cuda();
     if (gpu && !kernels::cuda_kernels_available())

@@ -52,13 +52,13 @@ int main(int argc, char** argv) {
   app.add_option("--steps", steps, "denoising steps per rollout")->check(CLI::PositiveNumber);
   app.add_option("--guidance", guidance, "classifier-free guidance scale of the rollout and GRPO step (1: none)")
       ->check(CLI::NonNegativeNumber);
-  app.add_option("--threads", threads, "CPU threads")->check(CLI::PositiveNumber);
+  app.add_option("--threads", threads, "CPU threads (LibTorch's and OpenBLAS's)")->check(CLI::PositiveNumber);
   app.add_option("--reps", reps, "repetitions; the best is reported")->check(CLI::PositiveNumber);
   app.add_flag("--json", json, "print one JSON object as the last line");
   app.add_option("--device", device, "cpu, cuda or cuda:N");
   CLI11_PARSE(app, argc, argv);
   try {
-    at::set_num_threads(threads);
+    spotlight::tools::set_cpu_threads(threads);
     const auto dev = spotlight::tools::parse_device(device);
     models::DiT model(models::dit_config(config));
     model->to(dev);

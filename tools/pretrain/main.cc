@@ -48,13 +48,13 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   app.add_option("--eval-every", eval_every, "evaluate and checkpoint every N steps")->check(CLI::PositiveNumber);
   app.add_option("--eval-steps", eval.steps, "ODE steps of the evaluation")->check(CLI::PositiveNumber);
-  app.add_option("--threads", threads, "CPU threads")->check(CLI::PositiveNumber);
+  app.add_option("--threads", threads, "CPU threads (LibTorch's and OpenBLAS's)")->check(CLI::PositiveNumber);
   app.add_option("--seed", seed, "data and initialisation seed");
   app.add_option("--device", device, "cpu, cuda or cuda:N");
   CLI11_PARSE(app, argc, argv);
 
   try {
-    at::set_num_threads(threads);
+    spotlight::tools::set_cpu_threads(threads);
     torch::manual_seed(seed);
     models::DiT model{nullptr};
     int64_t start_step = 0;

@@ -140,7 +140,7 @@ int main(int argc, char** argv) {
                  "every N iterations, re-roll the iteration's (prompt, seed) pairs with the updated weights "
                  "and report the Spearman correlation of their rewards (0: never)")
       ->check(CLI::NonNegativeNumber);
-  app.add_option("--threads", threads, "CPU threads")->check(CLI::PositiveNumber);
+  app.add_option("--threads", threads, "CPU threads (LibTorch's and OpenBLAS's)")->check(CLI::PositiveNumber);
   app.add_option("--seed", seed, "prompt and seed stream");
   app.add_option("--device", device, "cpu, cuda or cuda:N");
   CLI11_PARSE(app, argc, argv);
@@ -162,7 +162,7 @@ int main(int argc, char** argv) {
     if (nft && updates > prompts_per_iter * group)
       throw std::invalid_argument("--updates may not exceed the samples of an iteration (--prompts x --group)");
     sampler.record = !nft;
-    at::set_num_threads(threads);
+    spotlight::tools::set_cpu_threads(threads);
     auto ck = models::load_checkpoint(checkpoint);
     sampler.guidance = eval.guidance = guidance >= 0 ? guidance : ck.info.guidance;
     sampler.validate();
