@@ -23,12 +23,10 @@ inline void ensure_passive_omp(char** argv) {
 // GEMMs: a "--threads 1" training run held both cores (seen in gdb on
 // 2026-12-01: sgemm_thread_nn with a second OpenBLAS thread). Looked up at run
 // time, so another BLAS (or a CUDA build without OpenBLAS) simply skips it.
-inline bool set_blas_threads(int n) {
+inline void set_blas_threads(int n) {
   using SetThreads = void (*)(int);
   auto set = reinterpret_cast<SetThreads>(::dlsym(RTLD_DEFAULT, "openblas_set_num_threads"));
-  if (!set) return false;
-  set(n);
-  return true;
+  if (set) set(n);
 }
 
 }  // namespace spotlight::tools
