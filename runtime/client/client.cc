@@ -4,6 +4,7 @@
 
 #include "common/ids.h"
 #include "spotlight/spotlight.h"
+#include "transport/spin.h"
 
 namespace spotlight {
 namespace detail {
@@ -271,7 +272,7 @@ void Client::io_loop() {
     try {
       auto wait = is_welcomed() ? opt_.heartbeat : std::chrono::milliseconds(20);
       if (!acks_.empty()) wait = std::min(wait, std::chrono::duration_cast<std::chrono::milliseconds>(kAckDelay));
-      zmq::poll(items, 2, wait);
+      transport::poll(items, 2, wait);
     } catch (const zmq::error_t& e) {
       if (e.num() != EINTR) throw;
     }

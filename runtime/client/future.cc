@@ -1,5 +1,7 @@
 #include "spotlight/future.h"
 
+#include "transport/spin.h"
+
 namespace spotlight {
 
 const char* to_string(ErrorKind kind) {
@@ -45,11 +47,13 @@ void FutureState::resolve(bool ok_, std::string payload_, ErrorKind kind_, std::
 
 bool FutureState::wait_until(std::chrono::steady_clock::time_point deadline) {
   std::unique_lock<std::mutex> l(mu);
+  transport::spin_until(l, [&] { return done; });
   return cv.wait_until(l, deadline, [&] { return done; });
 }
 
 void FutureState::wait() {
   std::unique_lock<std::mutex> l(mu);
+  transport::spin_until(l, [&] { return done; });
   cv.wait(l, [&] { return done; });
 }
 

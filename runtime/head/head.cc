@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "spotlight/errors.h"
+#include "transport/spin.h"
 
 namespace spotlight::head {
 
@@ -60,7 +61,7 @@ void Head::run() {
   while (!stopping_ || (!awaiting_goodbye_.empty() && now_ < stop_deadline_)) {
     if (stop_requested_.load()) break;
     try {
-      zmq::poll(items, 1, std::chrono::milliseconds(std::min<int64_t>(50, opt_.heartbeat.count() / 2 + 1)));
+      transport::poll(items, 1, std::chrono::milliseconds(std::min<int64_t>(50, opt_.heartbeat.count() / 2 + 1)));
     } catch (const zmq::error_t& e) {
       if (e.num() != EINTR) throw;
     }

@@ -7,6 +7,7 @@
 #include <typeinfo>
 
 #include "spotlight/collective.h"
+#include "transport/spin.h"
 
 namespace spotlight::node {
 
@@ -206,6 +207,7 @@ void ActorHost::loop() {
   if (!placed.ok) return;
   std::unique_lock<std::mutex> l(mu_);
   while (true) {
+    transport::spin_until(l, [&] { return stop_ || !queue_.empty(); });
     cv_.wait(l, [&] { return stop_ || !queue_.empty(); });
     if (stop_) break;
     wire::Task t = std::move(queue_.front());

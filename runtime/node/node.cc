@@ -7,6 +7,7 @@
 #include <set>
 
 #include "common/ids.h"
+#include "transport/spin.h"
 
 namespace spotlight::node {
 
@@ -76,7 +77,7 @@ void Node::run() {
                              {nullptr, out_.fd(), ZMQ_POLLIN, 0}};
   while (!shutdown_ && !stop_requested_.load()) {
     try {
-      zmq::poll(items, 2, welcomed_ ? opt_.heartbeat : std::chrono::milliseconds(20));
+      transport::poll(items, 2, welcomed_ ? opt_.heartbeat : std::chrono::milliseconds(20));
     } catch (const zmq::error_t& e) {
       if (e.num() != EINTR) throw;
     }
