@@ -47,7 +47,7 @@ void FutureState::resolve(bool ok_, std::string payload_, ErrorKind kind_, std::
 
 bool FutureState::wait_until(std::chrono::steady_clock::time_point deadline) {
   std::unique_lock<std::mutex> l(mu);
-  transport::spin_until(l, [&] { return done; });
+  transport::spin_until(l, [&] { return done; }, deadline);
   return cv.wait_until(l, deadline, [&] { return done; });
 }
 

@@ -33,6 +33,7 @@ std::chrono::microseconds spin_budget() {
 
 int poll(zmq::pollitem_t* items, size_t n, std::chrono::milliseconds timeout) {
   auto budget = spin_budget();
+  if (timeout.count() >= 0) budget = std::min<std::chrono::microseconds>(budget, timeout);
   if (budget.count() > 0) {
     auto until = std::chrono::steady_clock::now() + budget;
     do {

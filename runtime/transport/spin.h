@@ -14,6 +14,7 @@
 
 #include <sched.h>
 
+#include <algorithm>
 #include <chrono>
 #include <mutex>
 #include <optional>
@@ -32,16 +33,19 @@ std::optional<std::chrono::microseconds> parse_spin_us(std::string_view text);
 // value that does not parse is logged as an error and counts as 0.
 std::chrono::microseconds spin_budget();
 
-// zmq::poll that first polls without blocking for up to spin_budget().
+// zmq::poll that first polls without blocking for up to spin_budget(), but
+// no longer than `timeout` (a negative timeout waits for ever).
 int poll(zmq::pollitem_t* items, size_t n, std::chrono::milliseconds timeout);
 
 // Before a condition-variable wait: re-checks `ready` with the lock released
-// between tries for up to spin_budget(). Returns with the lock held.
+// between tries for up to spin_budget(), never past `deadline`. Returns with
+// the lock held.
 template <class Ready>
-void spin_until(std::unique_lock<std::mutex>& lock, Ready ready) {
+void spin_until(std::unique_lock<std::mutex>& lock, Ready ready,
+                std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max()) {
   auto budget = spin_budget();
   if (budget.count() == 0) return;
-  auto until = std::chrono::steady_clock::now() + budget;
+  auto until = std::min(std::chrono::steady_clock::now() + budget, deadline);
   while (!ready() && std::chrono::steady_clock::now() < until) {
     lock.unlock();
     sched_yield();
