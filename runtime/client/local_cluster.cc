@@ -17,6 +17,7 @@ struct LocalCluster::Impl {
   ClusterOptions opt;
   std::string bin;
   fs::path dir;
+  std::string dir_name;  // dir as a string, for log_dir()
   bool own_dir = false;
   std::string store;
   std::string address;
@@ -99,6 +100,7 @@ LocalCluster::LocalCluster(ClusterOptions options) : impl_(std::make_unique<Impl
   char tmpl[] = "/tmp/spotlight-cluster-XXXXXX";
   if (!mkdtemp(tmpl)) throw std::runtime_error("cannot create a temporary directory");
   d.dir = tmpl;
+  d.dir_name = tmpl;
   d.own_dir = true;
   d.store = d.opt.store.empty() ? (d.dir / "head.db").string() : d.opt.store;
   try {
@@ -133,6 +135,8 @@ int LocalCluster::start_node(int slots, const std::string& market,
   return impl_->add_node(slots, market, extra);
 }
 int LocalCluster::node_pid(int index) const { return impl_->nodes.at(index); }
+int LocalCluster::head_pid() const { return impl_->head; }
+const std::string& LocalCluster::log_dir() const { return impl_->dir_name; }
 void LocalCluster::kill_node(int index, int signal) {
   pid_t p = impl_->nodes.at(index);
   common::signal_process(p, signal);

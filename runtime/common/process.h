@@ -4,13 +4,30 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <functional>
 #include <string>
 #include <vector>
 
 namespace spotlight::common {
 
 // Starts `argv` with stdout and stderr appended to `log_path` (or inherited when empty).
+// The child inherits this process's lifeline (see watch_lifeline): the read end
+// of a pipe whose write end only this process holds.
 pid_t spawn(const std::vector<std::string>& argv, const std::string& log_path);
+// In a process that spawn() started: watches the lifeline from a background
+// thread and calls `on_lost` once the process that started this one has exited
+// (killed, crashed or finished without stopping it). Without this a driver
+// killed by SIGKILL, a crash or a test timeout leaves its local cluster's head
+// and nodes running forever, holding ports and stores. Returns false (and
+// does nothing) when this process was not started by spawn().
+bool watch_lifeline(std::function<void()> on_lost);
+// What `spotlight head` and `spotlight join` do with their lifeline: once it
+// is lost, log it and raise SIGINT (their clean stop); if the process still
+// runs `grace` later, it exits with status 3. Call after the SIGINT handler
+// is installed.
+void stop_with_starter(std::chrono::milliseconds grace = std::chrono::seconds(30));
+// The environment variable that names the lifeline's descriptor.
+inline constexpr const char* kLifelineEnv = "SPOTLIGHT_LIFELINE_FD";
 // Sends `sig`; true if the process existed.
 bool signal_process(pid_t pid, int sig);
 // Waits up to `timeout` for the child to exit; returns its exit status, or -1 if still running.

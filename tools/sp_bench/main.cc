@@ -481,7 +481,11 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   try {
     m.rollout = rollout;
-    if (member) return member_main(m);
+    if (member) {
+      // A member whose bench was killed has nobody to report to: end with it.
+      common::watch_lifeline([] { std::_Exit(1); });
+      return member_main(m);
+    }
     if (!std::filesystem::exists(m.checkpoint)) throw std::runtime_error("no checkpoint at " + m.checkpoint);
     const auto ds = parse_ints(degrees);
     for (int d : ds)

@@ -4,6 +4,7 @@
 
 #include "common/ids.h"
 #include "common/log.h"
+#include "common/process.h"
 #include "head/head.h"
 #include "tools/spotlight/commands.h"
 
@@ -49,6 +50,7 @@ void add_head(CLI::App& app) {
     g_head = &h;
     std::signal(SIGTERM, on_signal);
     std::signal(SIGINT, on_signal);
+    common::stop_with_starter();  // a head that a local cluster started ends with it
     std::string host = o.advertise_host.empty() ? common::hostname() : o.advertise_host;
     if (o.bind_host == "127.0.0.1") host = "127.0.0.1";
     std::cout << "Spotlight head listening on port " << h.port() << " (boot " << h.boot()

@@ -2,6 +2,7 @@
 #include <csignal>
 
 #include "common/log.h"
+#include "common/process.h"
 #include "node/node.h"
 #include "tools/spotlight/commands.h"
 
@@ -57,6 +58,7 @@ void add_join(CLI::App& app) {
       g_node = &n;
       std::signal(SIGTERM, on_notice);
       std::signal(SIGINT, on_stop);
+      common::stop_with_starter();  // a node that a local cluster started ends with it
       n.run();
       g_node = nullptr;
     }

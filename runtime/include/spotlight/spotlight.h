@@ -133,8 +133,13 @@ class LocalCluster {
   int add_node(int slots, const std::string& market);
   // Starts one more node without waiting; `extra` are more `join` arguments.
   int start_node(int slots, const std::string& market, const std::vector<std::string>& extra = {});
-  // The process id of node `index`.
+  // The process ids of the head and of node `index`.
+  int head_pid() const;
   int node_pid(int index) const;
+  // Where the head's and nodes' logs go (head.log, node-N.log) with `quiet`;
+  // removed when the cluster stops, kept when SPOTLIGHT_KEEP_LOGS is set or
+  // the driver dies without stopping it.
+  const std::string& log_dir() const;
   void kill_node(int index, int signal = SIGKILL);
   int node_count() const;
   // Kills the head (kill -9 by default) and starts it again on the same store and port.
