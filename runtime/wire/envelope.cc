@@ -58,8 +58,14 @@ const char* to_string(ErrorCode c) {
 
 Envelope decode(std::string_view frame) {
   Envelope env;
+  // No message of ours nests deeper than a few levels (arguments and results
+  // travel as opaque bytes), so deeper frames are refused before msgpack-c
+  // builds their objects (see unpack_bounded).
   try {
-    env.handle_ = msgpack::unpack(frame.data(), frame.size());
+    env.handle_ = detail::unpack_bounded(frame, kMaxFrameDepth);
+  } catch (const msgpack::depth_size_overflow&) {
+    throw WireError(ErrorCode::kMalformed,
+                    "frame nests deeper than " + std::to_string(kMaxFrameDepth) + " levels");
   } catch (const std::exception& e) {
     throw WireError(ErrorCode::kMalformed, std::string("frame is not msgpack: ") + e.what());
   }

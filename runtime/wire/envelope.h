@@ -10,6 +10,9 @@
 
 namespace spotlight::wire {
 
+// The deepest nesting a frame may have (the envelope counts as one level).
+inline constexpr size_t kMaxFrameDepth = 32;
+
 // A frame that could not be taken apart; carries the code to answer with.
 struct WireError : std::runtime_error {
   WireError(ErrorCode c, const std::string& m) : std::runtime_error(m), code(c) {}

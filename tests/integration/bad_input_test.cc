@@ -59,6 +59,7 @@ TEST(BadInput, HeadAnswersEachBadFrameAndKeepsServing) {
   using wire::ErrorCode;
   EXPECT_EQ(peer.error_for("\xc1 not msgpack"), ErrorCode::kMalformed);
   EXPECT_EQ(peer.error_for(pack(std::make_tuple(1, 2))), ErrorCode::kMalformed);
+  EXPECT_EQ(peer.error_for(std::string(60 * 1024, '\x91')), ErrorCode::kMalformed);  // nested 60 K deep
   EXPECT_EQ(peer.error_for(pack(std::make_tuple(wire::kProtocolVersion + 7, 2, 0, 0))),
             ErrorCode::kBadVersion);
   EXPECT_EQ(peer.error_for(pack(std::make_tuple(wire::kProtocolVersion, 4242, 0, 0))),

@@ -1,6 +1,7 @@
 // The wire codec: every message type survives a round trip; bad frames are
 // refused with the right error code.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 
 #include "wire/envelope.h"
 
@@ -86,6 +87,50 @@ TEST(Codec, RefusesBadFrames) {
   // Truncated: a valid frame cut short.
   std::string frame = encode(HelloClient{"abc", {}});
   EXPECT_EQ(code_of(std::string_view(frame).substr(0, frame.size() - 2)), ErrorCode::kMalformed);
+}
+
+long max_rss_mib() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_maxrss / 1024;
+}
+
+// `levels` nested one-element arrays around a nil.
+std::string nested(size_t levels) { return std::string(levels, '\x91') + '\xc0'; }
+
+TEST(Codec, DeepNestingIsRefusedBeforeItCostsMemory) {
+  // 8 MiB of 0x91: msgpack-c alone would build 8 M nested objects (about
+  // 400 MB) before finding the frame truncated.
+  const long before = max_rss_mib();
+  EXPECT_EQ(code_of(std::string(8 << 20, '\x91')), ErrorCode::kMalformed);
+  EXPECT_LT(max_rss_mib() - before, 64) << "MiB of memory to refuse an 8 MiB frame";
+  // An envelope whose body nests to the limit decodes (its shape is checked
+  // later, by body<T>()); one level more is refused, saying why.
+  auto envelope = [](size_t body_levels) {
+    return std::string("\x94", 1) + pack(kProtocolVersion) + pack(uint16_t(MsgType::kHeartbeat)) + pack(0) +
+           nested(body_levels);
+  };
+  EXPECT_NO_THROW(decode(envelope(kMaxFrameDepth - 1)));
+  try {
+    decode(envelope(kMaxFrameDepth));
+    FAIL() << "a frame nested past the limit decoded";
+  } catch (const WireError& e) {
+    EXPECT_EQ(e.code, ErrorCode::kMalformed);
+    EXPECT_NE(std::string(e.what()).find("nests deeper than"), std::string::npos) << e.what();
+  }
+  // Headers that promise more elements than the frame has bytes are refused too.
+  EXPECT_EQ(code_of(std::string("\xdd\x05\xf5\xe1\x00", 5)), ErrorCode::kMalformed);  // array of 100 M
+  EXPECT_EQ(code_of(std::string("\xdf\xff\xff\xff\xff", 5)), ErrorCode::kMalformed);  // map of 4 G
+}
+
+// Arguments and results (opaque bytes inside a frame) are bounded the same
+// way, with room for any real struct.
+TEST(Codec, ValuesNestedPastTheirLimitAreRefused) {
+  EXPECT_NO_THROW(spotlight::detail::unpack_bounded(nested(spotlight::detail::kMaxValueDepth - 1)));
+  EXPECT_THROW(spotlight::unpack<int>(nested(spotlight::detail::kMaxValueDepth)), CodecError);
+  const long before = max_rss_mib();
+  EXPECT_THROW(spotlight::unpack<int>(std::string(8 << 20, '\x91')), CodecError);
+  EXPECT_LT(max_rss_mib() - before, 64) << "MiB of memory to refuse an 8 MiB value";
 }
 
 TEST(Codec, BodyOfTheWrongShapeIsMalformed) {

@@ -118,7 +118,7 @@ const std::string& method_name(M m) {
 template <class Tuple>
 Tuple unpack_args(std::string_view bytes, const std::string& where) {
   try {
-    msgpack::object_handle oh = msgpack::unpack(bytes.data(), bytes.size());
+    msgpack::object_handle oh = detail::unpack_bounded(bytes);
     const msgpack::object& o = oh.get();
     if (o.type != msgpack::type::ARRAY || o.via.array.size != std::tuple_size_v<Tuple>) {
       throw BadArguments(where + " takes " + std::to_string(std::tuple_size_v<Tuple>) +

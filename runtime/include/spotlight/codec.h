@@ -28,12 +28,26 @@ std::string pack(const T& value) {
   return std::string(buf.data(), buf.size());
 }
 
-// Unpacks msgpack bytes into T; a type mismatch or truncated input throws
-// CodecError with what was expected.
+namespace detail {
+// How deep an argument or result may nest: far beyond any real struct.
+inline constexpr size_t kMaxValueDepth = 1024;
+
+// msgpack::unpack with the limits the input's size implies. msgpack-c builds
+// an object per element before it finds the input truncated, so unbounded,
+// 8 MiB of nested one-element arrays cost about 400 MB; here no container may
+// claim more elements than there are bytes, and nesting stops at `depth`.
+inline msgpack::object_handle unpack_bounded(std::string_view bytes, size_t depth = kMaxValueDepth) {
+  const size_t n = bytes.size();
+  return msgpack::unpack(bytes.data(), n, nullptr, nullptr, msgpack::unpack_limit(n, n, n, n, n, depth));
+}
+}  // namespace detail
+
+// Unpacks msgpack bytes into T; a type mismatch, truncated input or a value
+// nested deeper than detail::kMaxValueDepth throws CodecError with what was expected.
 template <class T>
 T unpack(std::string_view bytes) {
   try {
-    msgpack::object_handle oh = msgpack::unpack(bytes.data(), bytes.size());
+    msgpack::object_handle oh = detail::unpack_bounded(bytes);
     return oh.get().as<T>();
   } catch (const std::exception& e) {
     throw CodecError(std::string("cannot decode value: ") + e.what());
