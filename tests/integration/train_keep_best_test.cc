@@ -2,7 +2,8 @@
 // the validation set, writes --out only when the validation reward beats every
 // earlier one, and the file it leaves is the best evaluation's weights, as
 // spotlight-eval --validation reads them back. The same run exercises nft's
-// --positive-only, --reference-weight and --epochs.
+// --positive-only, --reference-weight and --epochs. Seed exploration
+// (--explore) runs through the same binary.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -65,6 +66,40 @@ TEST(TrainKeepBest, WritesOnlyImprovementsAndLeavesTheBestWeights) {
   ASSERT_TRUE(std::regex_search(eval.out, m, std::regex("reward=([0-9.]+)"))) << eval.out;
   EXPECT_NEAR(std::stod(m[1]), best, 1e-4) << eval.out;
   std::filesystem::remove(out);
+}
+
+// --explore K: each iteration rolls out K seeds per prompt and trains on the
+// --group of them that spread the most (the selection itself: select_test).
+TEST(TrainExplore, RollsOutKSeedsPerPromptAndTrainsOnAGroupOfThem) {
+  const auto out = (std::filesystem::temp_directory_path() / "spotlight-explore-test.pt").string();
+  const std::string ck = std::string(SPOTLIGHT_SOURCE_DIR) + "/models/checkpoints/tiny.pt";
+  const std::string base = std::string(SPOTLIGHT_TRAIN_BIN) + " --checkpoint " + ck;
+  auto train = run_command(base + " --objective nft --noise-level 0 --explore 8 --group 4 --prompts 2"
+                                  " --iterations 2 --steps 4 --eval-steps 4 --eval-seeds 1 --eval-every 10 --out " +
+                           out);
+  ASSERT_EQ(train.code, 0) << train.out;
+  EXPECT_NE(train.out.find("2 prompts x 4 seeds per iteration (chosen from 8 explored)"), std::string::npos)
+      << train.out;
+  int iters = 0;
+  std::istringstream lines(train.out);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.empty() || line[0] != '{') continue;
+    auto j = nlohmann::json::parse(line);
+    if (j["event"] != "iter") continue;
+    ++iters;
+    EXPECT_EQ(j["explored"].get<int>(), 8) << line;
+    EXPECT_GE(j["selected_std"].get<double>(), 0) << line;
+  }
+  EXPECT_EQ(iters, 2);
+  std::filesystem::remove(out);
+
+  // What it cannot do is refused up front, saying why.
+  auto too_few = run_command(base + " --objective nft --explore 4 --group 4");
+  EXPECT_NE(too_few.code, 0);
+  EXPECT_NE(too_few.out.find("--explore must exceed --group"), std::string::npos) << too_few.out;
+  auto grpo = run_command(base + " --objective grpo --explore 8 --group 4");
+  EXPECT_NE(grpo.code, 0);
+  EXPECT_NE(grpo.out.find("it needs --objective nft"), std::string::npos) << grpo.out;
 }
 
 }  // namespace

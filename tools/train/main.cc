@@ -24,6 +24,7 @@
 #include "models/sampler.h"
 #include "models/scene/prompt.h"
 #include "models/stats/rank.h"
+#include "models/stats/select.h"
 #include "tools/common/device.h"
 #include "tools/common/omp_env.h"
 
@@ -45,6 +46,7 @@ int main(int argc, char** argv) {
   std::string checkpoint, out = "grpo.pt", device = "cpu";
   int prompts_per_iter = 8, group = 8, iterations = 1000000, eval_every = 10, rank_every = 0, threads = 2;
   int train_steps = 0;  // 0: every SDE step of the window
+  int explore = 0;      // seeds rolled out per prompt to choose the group from (0: off)
   std::string reward_name = "geneval", objective = "grpo", select = "advantage";
   int updates = 2, noise_draws = 1, epochs = 1;
   double nft_beta = 1.0, old_decay = 0.0, ema_decay = 0.0, reference_weight = 0.0, adv_clip = 1.0;
@@ -68,6 +70,10 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   app.add_option("--guidance", guidance,
                  "classifier-free guidance scale of rollouts, training and evaluation (default: the checkpoint's)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--explore", explore,
+                 "nft: seed exploration, the planner's rule: roll out this many seeds per prompt and train on the "
+                 "--group of them whose rewards spread the most (0: off, every rolled-out seed is trained on)")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--sde-begin", sampler.sde_begin, "first stochastic (trained) step");
   app.add_option("--sde-end", sampler.sde_end, "end of the stochastic window (-1: steps - 1)");
@@ -152,6 +158,10 @@ int main(int argc, char** argv) {
       throw std::invalid_argument(
           "--nft-cfg, --noise-draws, --positive-only, --reference-weight, --epochs, --adv-clip and --select "
           "belong to --objective nft");
+    if (explore > 0 && !nft)
+      throw std::invalid_argument("--explore selects among finished images: it needs --objective nft");
+    if (explore > 0 && explore <= group)
+      throw std::invalid_argument("--explore must exceed --group (it is how many seeds the group is chosen from)");
     if (freeze_null && !nft_cfg) throw std::invalid_argument("--freeze-null needs --nft-cfg (--objective nft)");
     if (select == "strict" && (positive_only || adv_clip != 1.0 || reward_name != "geneval"))
       throw std::invalid_argument(
@@ -205,7 +215,8 @@ int main(int argc, char** argv) {
     };
     std::cerr << "spotlight-train: " << objective << ", " << model->config().name << " DiT from " << checkpoint
               << ", " << prompts_per_iter
-              << " prompts x " << group << " seeds per iteration, " << sampler.steps << " steps, SDE window ["
+              << " prompts x " << group << " seeds per iteration"
+              << (explore > 0 ? " (chosen from " + std::to_string(explore) + " explored)" : std::string()) << ", " << sampler.steps << " steps, SDE window ["
               << sampler.sde_begin << ", " << sampler.resolved_sde_end() << "), guidance " << sampler.guidance << ", budget " << minutes << " min\n";
     run_eval(0);
     double rho_sum = 0, rho_group_sum = 0, floor_sum = 0;
@@ -220,11 +231,13 @@ int main(int argc, char** argv) {
         for (auto& g : opt.param_groups())
           static_cast<torch::optim::AdamWOptions&>(g.options()).lr(lr * 0.5 * (1 + std::cos(M_PI * progress)));
       }
+      // Seeds rolled out per prompt: the group itself, or the candidates it is chosen from.
+      const int rolled = explore > 0 ? explore : group;
       std::vector<scene::Prompt> prompts;
       std::vector<uint64_t> seeds;
       for (int p = 0; p < prompts_per_iter; ++p) {
         auto pr = prompt_gen.next();
-        for (int g = 0; g < group; ++g) {
+        for (int g = 0; g < rolled; ++g) {
           prompts.push_back(pr);
           seeds.push_back(seed_gen());
         }
@@ -237,10 +250,39 @@ int main(int argc, char** argv) {
       auto rewards = reward_name == "brightness" ? roll.images.to(torch::kFloat32).flatten(1).mean(1).cpu()
                                                  : models::rewards_tensor(scores);
       const double rollout_s = std::chrono::duration<double>(Clock::now() - r0).count();
+      // What the policy does, over every rolled-out seed (before any selection).
+      const double rolled_mean = rewards.mean().item<double>(), rolled_std = rewards.std(false).item<double>();
+      const double best_of_rolled = models::best_of_group_mean(rewards, rolled);
+      std::ostringstream fields;  // the objective's own statistics for the log line
+      if (explore > 0) {
+        // Keep, per prompt, the --group seeds whose rewards spread the most.
+        const auto all = to_vector(rewards);
+        std::vector<int64_t> keep;
+        for (int p = 0; p < prompts_per_iter; ++p) {
+          const std::vector<double> r(all.begin() + p * rolled, all.begin() + (p + 1) * rolled);
+          for (size_t i : stats::max_variance_subset(r, size_t(group))) keep.push_back(int64_t(p * rolled) + int64_t(i));
+        }
+        auto idx = torch::tensor(keep, torch::kLong);
+        roll.images = roll.images.index_select(0, idx.to(roll.images.device()));
+        tokens = tokens.index_select(0, idx.to(dev));
+        rewards = rewards.index_select(0, idx);
+        std::vector<scene::Prompt> kept_prompts;
+        std::vector<uint64_t> kept_seeds;
+        std::vector<scene::Score> kept_scores;
+        for (int64_t i : keep) {
+          kept_prompts.push_back(prompts[size_t(i)]);
+          kept_seeds.push_back(seeds[size_t(i)]);
+          if (!scores.empty()) kept_scores.push_back(scores[size_t(i)]);
+        }
+        prompts = std::move(kept_prompts);
+        seeds = std::move(kept_seeds);
+        scores = std::move(kept_scores);
+        fields << ",\"explored\":" << explore << ",\"selected_mean\":" << rewards.mean().item<double>()
+               << ",\"selected_std\":" << rewards.std(false).item<double>();
+      }
       auto adv = models::group_advantages(rewards, group, !per_group_std);
 
       const auto u0 = Clock::now();
-      std::ostringstream fields;  // the objective's own statistics for the log line
       double grad_norm = 0;
       if (nft) {
         // Each of `updates` minibatches: --noise-draws noise levels and noises
@@ -307,10 +349,10 @@ int main(int argc, char** argv) {
                << ",\"max_ratio_deviation\":" << sum.max_ratio_deviation;
       }
       if (ema) ema->update(model);
-      std::cout << "{\"event\":\"iter\",\"iter\":" << iter << ",\"reward_mean\":" << rewards.mean().item<double>()
-                << ",\"reward_std\":" << rewards.std(false).item<double>()
+      std::cout << "{\"event\":\"iter\",\"iter\":" << iter << ",\"reward_mean\":" << rolled_mean
+                << ",\"reward_std\":" << rolled_std
                 << ",\"zero_std_fraction\":" << models::zero_std_fraction(rewards, group)
-                << ",\"best_of_group\":" << models::best_of_group_mean(rewards, group) << fields.str()
+                << ",\"best_of_group\":" << best_of_rolled << fields.str()
                 << ",\"grad_norm\":" << grad_norm << ",\"rollout_s\":" << rollout_s
                 << ",\"update_s\":" << std::chrono::duration<double>(Clock::now() - u0).count()
                 << ",\"elapsed_s\":" << elapsed() << "}" << std::endl;
