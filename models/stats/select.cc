@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <numeric>
 #include <stdexcept>
+#include <string>
 
 namespace spotlight::stats {
 
@@ -23,7 +24,8 @@ std::vector<size_t> max_variance_subset(const std::vector<double>& rewards, size
   // Ascending by reward; a stable sort keeps equal rewards in index order.
   std::vector<size_t> order(k);
   std::iota(order.begin(), order.end(), size_t{0});
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return rewards[a] < rewards[b]; });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return rewards[a] < rewards[b]; });
   std::vector<size_t> best;
   double best_var = -1;
   size_t best_skew = k;

@@ -23,8 +23,10 @@ pid_t spawn(const std::vector<std::string>& argv, const std::string& log_path);
 bool watch_lifeline(std::function<void()> on_lost);
 // What `spotlight head` and `spotlight join` do with their lifeline: once it
 // is lost, log it and raise SIGINT (their clean stop); if the process still
-// runs `grace` later, it exits with status 3. Call after the SIGINT handler
-// is installed.
+// runs `grace` later, it exits with status 3. Call it early, while the process
+// has one thread (it edits the environment); a lifeline lost before the
+// SIGINT handler is installed ends the process at once, which is all there is
+// to do before it serves anything.
 void stop_with_starter(std::chrono::milliseconds grace = std::chrono::seconds(30));
 // The environment variable that names the lifeline's descriptor.
 inline constexpr const char* kLifelineEnv = "SPOTLIGHT_LIFELINE_FD";

@@ -40,6 +40,8 @@ void add_head(CLI::App& app) {
       ->check(CLI::Range(size_t{1}, size_t{1} << 40));
   cmd->callback([=] {
     common::init_logging("head");
+    // Early, while this process has one thread: it takes its lifeline out of the environment.
+    common::stop_with_starter();  // a head that a local cluster started ends with it
     head::HeadOptions o = *opt;
     o.durability = *sync == "machine" ? store::Durability::kMachine : store::Durability::kProcess;
     o.heartbeat = std::chrono::milliseconds(*hb);
@@ -50,7 +52,6 @@ void add_head(CLI::App& app) {
     g_head = &h;
     std::signal(SIGTERM, on_signal);
     std::signal(SIGINT, on_signal);
-    common::stop_with_starter();  // a head that a local cluster started ends with it
     std::string host = o.advertise_host.empty() ? common::hostname() : o.advertise_host;
     if (o.bind_host == "127.0.0.1") host = "127.0.0.1";
     std::cout << "Spotlight head listening on port " << h.port() << " (boot " << h.boot()

@@ -43,6 +43,8 @@ void add_join(CLI::App& app) {
                   "Host other nodes reach this node's object server at (default: its address toward the head)");
   cmd->callback([=] {
     common::init_logging("node");
+    // Early, while this process has one thread: it takes its lifeline out of the environment.
+    common::stop_with_starter();  // a node that a local cluster started ends with it
     if (opt->head.find(':') == std::string::npos) {
       throw CLI::ValidationError("head", "expected HOST:PORT, got '" + opt->head + "'");
     }
@@ -58,7 +60,6 @@ void add_join(CLI::App& app) {
       g_node = &n;
       std::signal(SIGTERM, on_notice);
       std::signal(SIGINT, on_stop);
-      common::stop_with_starter();  // a node that a local cluster started ends with it
       n.run();
       g_node = nullptr;
     }
