@@ -38,6 +38,15 @@ std::vector<double> to_vector(const torch::Tensor& t) {
   return {c.data_ptr<double>(), c.data_ptr<double>() + c.numel()};
 }
 
+// The elements of `v` at `idx`, in that order.
+template <class T>
+std::vector<T> gather(const std::vector<T>& v, const std::vector<int64_t>& idx) {
+  std::vector<T> out;
+  out.reserve(idx.size());
+  for (int64_t i : idx) out.push_back(v[size_t(i)]);
+  return out;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -266,17 +275,9 @@ int main(int argc, char** argv) {
         roll.images = roll.images.index_select(0, idx.to(roll.images.device()));
         tokens = tokens.index_select(0, idx.to(dev));
         rewards = rewards.index_select(0, idx);
-        std::vector<scene::Prompt> kept_prompts;
-        std::vector<uint64_t> kept_seeds;
-        std::vector<scene::Score> kept_scores;
-        for (int64_t i : keep) {
-          kept_prompts.push_back(prompts[size_t(i)]);
-          kept_seeds.push_back(seeds[size_t(i)]);
-          if (!scores.empty()) kept_scores.push_back(scores[size_t(i)]);
-        }
-        prompts = std::move(kept_prompts);
-        seeds = std::move(kept_seeds);
-        scores = std::move(kept_scores);
+        prompts = gather(prompts, keep);
+        seeds = gather(seeds, keep);
+        if (!scores.empty()) scores = gather(scores, keep);
         fields << ",\"explored\":" << explore << ",\"selected_mean\":" << rewards.mean().item<double>()
                << ",\"selected_std\":" << rewards.std(false).item<double>();
       }
