@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "models/scene/render.h"
+#include "models/scene/soft.h"
 #include "models/scene/tokenizer.h"
 
 namespace spotlight::models {
@@ -31,17 +32,47 @@ torch::Tensor render_batch(const std::vector<scene::Prompt>& prompts, const std:
   return out;
 }
 
-std::vector<scene::Score> score_batch(const std::vector<scene::Prompt>& prompts, const torch::Tensor& images) {
+namespace {
+
+// Calls f(i, chw) for each image of [B, 3, S, S] (clamped to [-1, 1]) with its prompt index.
+template <class F>
+void for_each_image(const std::vector<scene::Prompt>& prompts, const torch::Tensor& images, const char* who, F&& f) {
   if (images.dim() != 4 || images.size(0) != int64_t(prompts.size()) || images.size(1) != 3 ||
       images.size(2) != images.size(3))
-    throw std::invalid_argument("score_batch: images must be [B, 3, S, S] with one prompt per image");
+    throw std::invalid_argument(std::string(who) + ": images must be [B, 3, S, S] with one prompt per image");
   auto img = images.detach().to(torch::kCPU, torch::kFloat32).clamp(-1, 1).contiguous();
   const int size = int(img.size(2));
   const int64_t per = 3 * int64_t(size) * size;
+  for (size_t i = 0; i < prompts.size(); ++i) f(i, img.data_ptr<float>() + i * per, size);
+}
+
+}  // namespace
+
+std::vector<scene::Score> score_batch(const std::vector<scene::Prompt>& prompts, const torch::Tensor& images) {
   std::vector<scene::Score> out;
   out.reserve(prompts.size());
-  for (size_t i = 0; i < prompts.size(); ++i)
-    out.push_back(scene::score_image(prompts[i], img.data_ptr<float>() + i * per, size));
+  for_each_image(prompts, images, "score_batch", [&](size_t i, const float* chw, int size) {
+    out.push_back(scene::score_image(prompts[i], chw, size));
+  });
+  return out;
+}
+
+torch::Tensor soft_rewards(const std::vector<scene::Prompt>& prompts, const torch::Tensor& images, double width) {
+  scene::SoftOptions soft;
+  soft.centroid_width *= float(width);
+  soft.fill_width *= float(width);
+  auto out = torch::empty({int64_t(prompts.size())}, torch::kFloat32);
+  for_each_image(prompts, images, "soft_rewards", [&](size_t i, const float* chw, int size) {
+    out[int64_t(i)] = float(scene::expected_reward(prompts[i], scene::detect(chw, size), soft));
+  });
+  return out;
+}
+
+std::vector<double> shape_best_rewards(const std::vector<scene::Prompt>& prompts, const torch::Tensor& images) {
+  std::vector<double> out;
+  for_each_image(prompts, images, "shape_best_rewards", [&](size_t i, const float* chw, int size) {
+    out.push_back(scene::best_reward_over_shapes(prompts[i], scene::detect(chw, size)));
+  });
   return out;
 }
 
@@ -77,6 +108,10 @@ EvalResult evaluate(DiT& model, const EvalOptions& opts) {
     auto tokens = encode_prompts(chunk, model->config().text_len).to(device);
     auto images = sample(model, tokens, chunk_seeds, sampler).images;
     auto scores = score_batch(chunk, images);
+    if (opts.shape_report) {
+      res.soft += soft_rewards(chunk, images, opts.soft_width).sum().item<double>();
+      for (double b : shape_best_rewards(chunk, images)) res.shape_best += b;
+    }
     if (opts.keep_images) {
       res.samples = res.samples.defined() ? torch::cat({res.samples, images.cpu()}) : images.cpu();
       for (size_t i = 0; i < scores.size(); ++i) {
@@ -95,6 +130,8 @@ EvalResult evaluate(DiT& model, const EvalOptions& opts) {
   res.images = int(all.size());
   if (res.images > 0) {
     res.reward /= res.images;
+    res.soft /= res.images;
+    res.shape_best /= res.images;
     res.strict /= res.images;
   }
   for (auto& [tag, v] : by_tag) res.reward_by_tag[tag] = v.first / v.second;

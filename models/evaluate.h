@@ -26,6 +26,11 @@ torch::Tensor render_batch(const std::vector<scene::Prompt>& prompts, const std:
 // Mini-GenEval scores of generated images [B, 3, H, W] (clamped to [-1, 1]).
 std::vector<scene::Score> score_batch(const std::vector<scene::Prompt>& prompts, const torch::Tensor& images);
 torch::Tensor rewards_tensor(const std::vector<scene::Score>& scores);  // [B] float32
+// scene::expected_reward of each image: the shape-soft training reward, [B] float32;
+// `width` scales scene::SoftOptions' widths (wider: softer calls further from the cuts).
+torch::Tensor soft_rewards(const std::vector<scene::Prompt>& prompts, const torch::Tensor& images, double width = 1);
+// scene::best_reward_over_shapes of each image: the reward with every shape call in its favour.
+std::vector<double> shape_best_rewards(const std::vector<scene::Prompt>& prompts, const torch::Tensor& images);
 
 struct EvalOptions {
   int prompts = 64;          // scene::evaluation_prompts(n): fixed
@@ -36,6 +41,8 @@ struct EvalOptions {
   int64_t batch = 64;
   bool keep_images = false;  // return the generated images (to look at them)
   bool validation = false;   // the trainer's validation set: other prompts, other seeds
+  bool shape_report = false; // also the shape-soft reward and the reward with every shape call favourable
+  double soft_width = 1;      // shape_report: the soft reward's width scale (soft_rewards)
 };
 constexpr uint64_t kEvalSeedBase = 0x5eed0000;
 constexpr uint64_t kValidationSeedBase = 0x7a110000;
@@ -44,6 +51,8 @@ struct EvalResult {
   double reward = 0;  // mean partial-credit reward
   double strict = 0;  // fraction of images with every clause exact
   int images = 0;
+  double soft = 0;        // shape_report: mean scene::expected_reward
+  double shape_best = 0;  // shape_report: mean scene::best_reward_over_shapes
   std::map<std::string, double> reward_by_tag;
   torch::Tensor samples;                // keep_images: [images, 3, S, S]
   std::vector<std::string> texts;       // keep_images: the prompt of each image

@@ -154,7 +154,9 @@ std::vector<Detection> detect(const float* chw, int size) {
     if (w > kMaxAspect * h || h > kMaxAspect * w) continue;
     d.cx = static_cast<float>(sum_x) / d.area + 0.5f;
     d.cy = static_cast<float>(sum_y) / d.area + 0.5f;
-    d.shape = classify(static_cast<float>(d.area) / static_cast<float>(w * h), (d.cy - d.y0) / h);
+    d.fill = static_cast<float>(d.area) / static_cast<float>(w * h);
+    d.centroid_height = (d.cy - d.y0) / h;
+    d.shape = classify(d.fill, d.centroid_height);
     out.push_back(d);
   }
   return out;

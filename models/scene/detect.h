@@ -43,6 +43,8 @@ struct Detection {
   float cx = 0, cy = 0;                // centroid of the pixels; pixel (x, y) is centred at x + 0.5
   int x0 = 0, y0 = 0, x1 = 0, y1 = 0;  // bounding box, x1 and y1 one past the last pixel
   int area = 0;                        // pixels
+  float fill = 0;                      // area / box area (step 4's feature)
+  float centroid_height = 0;           // (cy - y0) / box height (step 4's feature)
   Box box() const { return {double(x0), double(y0), double(x1), double(y1)}; }
 };
 

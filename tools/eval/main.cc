@@ -35,6 +35,11 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   app.add_flag("--validation", eval.validation,
                "the trainers' validation set (spotlight-train --keep-best) instead of the evaluation set");
+  app.add_flag("--shape-report", eval.shape_report,
+               "also print the shape-soft reward (spotlight-train --reward soft) and the reward with every "
+               "shape call in the image's favour: what the detector's shape calls cost");
+  app.add_option("--soft-width", eval.soft_width, "--shape-report: the shape-soft reward's width scale")
+      ->check(CLI::PositiveNumber);
   app.add_option("--threads", threads, "CPU threads (LibTorch's and OpenBLAS's)")->check(CLI::PositiveNumber);
   app.add_option("--device", device, "cpu, cuda or cuda:N");
   app.add_option("--grid", grid, "also write the first --grid-images images as a PPM grid to this file");
@@ -61,6 +66,8 @@ int main(int argc, char** argv) {
       std::cout << "grid " << grid << " (8 per row), prompts and rewards in order:\n";
       for (int64_t i = 0; i < n; ++i) std::cout << "  " << i << ": " << r.texts[i] << " -> " << r.rewards[i] << "\n";
     }
+    if (eval.shape_report)
+      std::cout << "shape-soft reward " << r.soft << ", with every shape call favourable " << r.shape_best << "\n";
     std::cout << "strict=" << r.strict << "\n";
     std::cout << "reward=" << r.reward << std::endl;
   } catch (const std::exception& e) {

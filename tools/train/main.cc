@@ -61,7 +61,7 @@ int main(int argc, char** argv) {
   double nft_beta = 1.0, old_decay = 0.0, ema_decay = 0.0, reference_weight = 0.0, adv_clip = 1.0;
   bool nft_cfg = false, positive_only = false, keep_best = false, freeze_null = false;
   std::string lr_decay = "none";
-  double minutes = 30, lr = 2e-4, guidance = -1;
+  double minutes = 30, lr = 2e-4, guidance = -1, soft_width = 1;
   bool per_group_std = false;
   uint64_t seed = 1;
   models::SamplerOptions sampler;
@@ -90,9 +90,13 @@ int main(int argc, char** argv) {
                  "train on this many SDE steps per iteration, drawn at random from the window (0: all)")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--reward", reward_name,
-                 "geneval (mini-GenEval), or brightness (the image's mean value: a dense reward that checks the "
-                 "GRPO machinery learns at all)")
-      ->check(CLI::IsMember({"geneval", "brightness"}));
+                 "geneval (mini-GenEval), soft (mini-GenEval's expectation with each blob's shape call "
+                 "uncertain near the detector's cuts: a shaped training reward; evaluations stay mini-GenEval), or "
+                 "brightness (the image's mean value: a dense reward that checks the GRPO machinery learns at all)")
+      ->check(CLI::IsMember({"geneval", "soft", "brightness"}));
+  app.add_option("--soft-width", soft_width,
+                 "--reward soft: scale of the widths over which a shape call turns uncertain (scene::SoftOptions)")
+      ->check(CLI::PositiveNumber);
   app.add_option("--objective", objective,
                  "grpo (Flow-GRPO: policy gradient through the SDE steps' log-probs) or nft (DiffusionNFT: flow "
                  "matching on the rollouts, towards the better samples of each group and away from the worse)")
@@ -175,7 +179,7 @@ int main(int argc, char** argv) {
     if (select == "strict" && (positive_only || adv_clip != 1.0 || reward_name != "geneval"))
       throw std::invalid_argument(
           "--select strict sets r from mini-GenEval's strict verdict: it takes neither --positive-only, "
-          "--adv-clip nor --reward brightness");
+          "--adv-clip nor another --reward");
     if (!nft && sampler.noise_level <= 0)
       throw std::invalid_argument("--objective grpo trains on SDE steps: --noise-level must be positive");
     if (nft && updates > prompts_per_iter * group)
@@ -255,14 +259,17 @@ int main(int argc, char** argv) {
       const auto r0 = Clock::now();
       auto roll = models::sample(nft ? old->model() : model, tokens, seeds, sampler);
       std::vector<scene::Score> scores;
-      if (reward_name == "geneval") scores = models::score_batch(prompts, roll.images);
+      if (reward_name != "brightness") scores = models::score_batch(prompts, roll.images);
       auto rewards = reward_name == "brightness" ? roll.images.to(torch::kFloat32).flatten(1).mean(1).cpu()
+                     : reward_name == "soft"     ? models::soft_rewards(prompts, roll.images, soft_width)
                                                  : models::rewards_tensor(scores);
       const double rollout_s = std::chrono::duration<double>(Clock::now() - r0).count();
       // What the policy does, over every rolled-out seed (before any selection).
       const double rolled_mean = rewards.mean().item<double>(), rolled_std = rewards.std(false).item<double>();
       const double best_of_rolled = models::best_of_group_mean(rewards, rolled);
       std::ostringstream fields;  // the objective's own statistics for the log line
+      if (reward_name == "soft")  // what the shaped reward stands in for, over every rolled-out seed
+        fields << ",\"geneval_mean\":" << models::rewards_tensor(scores).mean().item<double>();
       if (explore > 0) {
         // Keep, per prompt, the --group seeds whose rewards spread the most.
         const auto all = to_vector(rewards);
@@ -367,7 +374,7 @@ int main(int argc, char** argv) {
         std::vector<uint64_t> fresh(seeds.size());
         for (auto& s : fresh) s = seed_gen();
         auto other = models::rewards_tensor(models::score_batch(prompts, models::sample(model, tokens, fresh, plain).images));
-        const auto a = to_vector(rewards), b = to_vector(again), c = to_vector(other);
+        const auto a = to_vector(scores.empty() ? rewards : models::rewards_tensor(scores)), b = to_vector(again), c = to_vector(other);
         const double rho = stats::spearman(a, b), floor = stats::spearman(a, c);
         const auto [rho_group, groups] = stats::mean_group_spearman(a, b, group);
         rho_sum += rho;
