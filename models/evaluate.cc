@@ -46,6 +46,13 @@ void for_each_image(const std::vector<scene::Prompt>& prompts, const torch::Tens
   for (size_t i = 0; i < prompts.size(); ++i) f(i, img.data_ptr<float>() + i * per, size);
 }
 
+scene::SoftOptions soft_options(double width) {
+  scene::SoftOptions soft;
+  soft.centroid_width *= float(width);
+  soft.fill_width *= float(width);
+  return soft;
+}
+
 }  // namespace
 
 std::vector<scene::Score> score_batch(const std::vector<scene::Prompt>& prompts, const torch::Tensor& images) {
@@ -58,9 +65,7 @@ std::vector<scene::Score> score_batch(const std::vector<scene::Prompt>& prompts,
 }
 
 torch::Tensor soft_rewards(const std::vector<scene::Prompt>& prompts, const torch::Tensor& images, double width) {
-  scene::SoftOptions soft;
-  soft.centroid_width *= float(width);
-  soft.fill_width *= float(width);
+  const auto soft = soft_options(width);
   auto out = torch::empty({int64_t(prompts.size())}, torch::kFloat32);
   for_each_image(prompts, images, "soft_rewards", [&](size_t i, const float* chw, int size) {
     out[int64_t(i)] = float(scene::expected_reward(prompts[i], scene::detect(chw, size), soft));
@@ -68,12 +73,15 @@ torch::Tensor soft_rewards(const std::vector<scene::Prompt>& prompts, const torc
   return out;
 }
 
-std::vector<double> shape_best_rewards(const std::vector<scene::Prompt>& prompts, const torch::Tensor& images) {
-  std::vector<double> out;
-  for_each_image(prompts, images, "shape_best_rewards", [&](size_t i, const float* chw, int size) {
-    out.push_back(scene::best_reward_over_shapes(prompts[i], scene::detect(chw, size)));
+ShapeReport shape_report(const std::vector<scene::Prompt>& prompts, const torch::Tensor& images, double width) {
+  const auto soft = soft_options(width);
+  ShapeReport sum;
+  for_each_image(prompts, images, "shape_report", [&](size_t i, const float* chw, int size) {
+    const auto found = scene::detect(chw, size);
+    sum.soft += scene::expected_reward(prompts[i], found, soft);
+    sum.favourable += scene::best_reward_over_shapes(prompts[i], found);
   });
-  return out;
+  return sum;
 }
 
 torch::Tensor rewards_tensor(const std::vector<scene::Score>& scores) {
@@ -109,8 +117,9 @@ EvalResult evaluate(DiT& model, const EvalOptions& opts) {
     auto images = sample(model, tokens, chunk_seeds, sampler).images;
     auto scores = score_batch(chunk, images);
     if (opts.shape_report) {
-      res.soft += soft_rewards(chunk, images, opts.soft_width).sum().item<double>();
-      for (double b : shape_best_rewards(chunk, images)) res.shape_best += b;
+      const auto shapes = shape_report(chunk, images, opts.soft_width);
+      res.soft += shapes.soft;
+      res.shape_best += shapes.favourable;
     }
     if (opts.keep_images) {
       res.samples = res.samples.defined() ? torch::cat({res.samples, images.cpu()}) : images.cpu();

@@ -29,8 +29,12 @@ torch::Tensor rewards_tensor(const std::vector<scene::Score>& scores);  // [B] f
 // scene::expected_reward of each image: the shape-soft training reward, [B] float32;
 // `width` scales scene::SoftOptions' widths (wider: softer calls further from the cuts).
 torch::Tensor soft_rewards(const std::vector<scene::Prompt>& prompts, const torch::Tensor& images, double width = 1);
-// scene::best_reward_over_shapes of each image: the reward with every shape call in its favour.
-std::vector<double> shape_best_rewards(const std::vector<scene::Prompt>& prompts, const torch::Tensor& images);
+// Sums over the images (one detection each) of scene::expected_reward and of
+// scene::best_reward_over_shapes, the reward with every shape call in the image's favour.
+struct ShapeReport {
+  double soft = 0, favourable = 0;
+};
+ShapeReport shape_report(const std::vector<scene::Prompt>& prompts, const torch::Tensor& images, double width = 1);
 
 struct EvalOptions {
   int prompts = 64;          // scene::evaluation_prompts(n): fixed
