@@ -64,11 +64,15 @@ std::vector<scene::Score> score_batch(const std::vector<scene::Prompt>& prompts,
   return out;
 }
 
-torch::Tensor soft_rewards(const std::vector<scene::Prompt>& prompts, const torch::Tensor& images, double width) {
+torch::Tensor soft_rewards(const std::vector<scene::Prompt>& prompts, const torch::Tensor& images, double width,
+                           std::vector<scene::Score>* scores) {
   const auto soft = soft_options(width);
   auto out = torch::empty({int64_t(prompts.size())}, torch::kFloat32);
+  if (scores) scores->clear();
   for_each_image(prompts, images, "soft_rewards", [&](size_t i, const float* chw, int size) {
-    out[int64_t(i)] = float(scene::expected_reward(prompts[i], scene::detect(chw, size), soft));
+    const auto found = scene::detect(chw, size);
+    out[int64_t(i)] = float(scene::expected_reward(prompts[i], found, soft));
+    if (scores) scores->push_back(scene::score(prompts[i], found));
   });
   return out;
 }

@@ -28,7 +28,9 @@ std::vector<scene::Score> score_batch(const std::vector<scene::Prompt>& prompts,
 torch::Tensor rewards_tensor(const std::vector<scene::Score>& scores);  // [B] float32
 // scene::expected_reward of each image: the shape-soft training reward, [B] float32;
 // `width` scales scene::SoftOptions' widths (wider: softer calls further from the cuts).
-torch::Tensor soft_rewards(const std::vector<scene::Prompt>& prompts, const torch::Tensor& images, double width = 1);
+// With `scores`, also each image's mini-GenEval score (score_batch's), from the same detection.
+torch::Tensor soft_rewards(const std::vector<scene::Prompt>& prompts, const torch::Tensor& images, double width = 1,
+                           std::vector<scene::Score>* scores = nullptr);
 // Sums over the images (one detection each) of scene::expected_reward and of
 // scene::best_reward_over_shapes, the reward with every shape call in the image's favour.
 struct ShapeReport {

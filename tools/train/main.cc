@@ -258,11 +258,16 @@ int main(int argc, char** argv) {
       auto tokens = models::encode_prompts(prompts, text_len).to(dev);
       const auto r0 = Clock::now();
       auto roll = models::sample(nft ? old->model() : model, tokens, seeds, sampler);
-      std::vector<scene::Score> scores;
-      if (reward_name != "brightness") scores = models::score_batch(prompts, roll.images);
-      auto rewards = reward_name == "brightness" ? roll.images.to(torch::kFloat32).flatten(1).mean(1).cpu()
-                     : reward_name == "soft"     ? models::soft_rewards(prompts, roll.images, soft_width)
-                                                 : models::rewards_tensor(scores);
+      std::vector<scene::Score> scores;  // mini-GenEval's, unless the reward is brightness
+      torch::Tensor rewards;
+      if (reward_name == "brightness") {
+        rewards = roll.images.to(torch::kFloat32).flatten(1).mean(1).cpu();
+      } else if (reward_name == "soft") {
+        rewards = models::soft_rewards(prompts, roll.images, soft_width, &scores);
+      } else {
+        scores = models::score_batch(prompts, roll.images);
+        rewards = models::rewards_tensor(scores);
+      }
       const double rollout_s = std::chrono::duration<double>(Clock::now() - r0).count();
       // What the policy does, over every rolled-out seed (before any selection).
       const double rolled_mean = rewards.mean().item<double>(), rolled_std = rewards.std(false).item<double>();
@@ -374,7 +379,9 @@ int main(int argc, char** argv) {
         std::vector<uint64_t> fresh(seeds.size());
         for (auto& s : fresh) s = seed_gen();
         auto other = models::rewards_tensor(models::score_batch(prompts, models::sample(model, tokens, fresh, plain).images));
-        const auto a = to_vector(scores.empty() ? rewards : models::rewards_tensor(scores)), b = to_vector(again), c = to_vector(other);
+        // Mini-GenEval against mini-GenEval, also when training on the soft reward.
+        const auto a = to_vector(scores.empty() ? rewards : models::rewards_tensor(scores));
+        const auto b = to_vector(again), c = to_vector(other);
         const double rho = stats::spearman(a, b), floor = stats::spearman(a, c);
         const auto [rho_group, groups] = stats::mean_group_spearman(a, b, group);
         rho_sum += rho;
