@@ -13,11 +13,14 @@ namespace {
 constexpr size_t kBatchBytes = 1u << 20;
 constexpr auto kAckDelay = std::chrono::milliseconds(5);
 constexpr size_t kMaxAcks = 16384;
+// A waiting caller reads the socket itself while at most this many calls are in flight.
+constexpr size_t kLeadMaxPending = 16;
 }
 
 Client::Client(std::string address, ConnectOptions options)
     : address_(std::move(address)), opt_(options), id_("client-" + common::random_id()) {
   dealer_ = transport::make_dealer(transport::endpoint(address_), id_);
+  dealer_fd_ = dealer_.get(zmq::sockopt::fd);
   welcome_ = std::make_shared<FutureState>();
   io_ = std::thread([this] { io_loop(); });
   if (!welcome_->wait_until(std::chrono::steady_clock::now() + opt_.connect_timeout)) {
@@ -54,7 +57,8 @@ size_t Client::pending() const {
 std::shared_ptr<FutureState> Client::submit(const std::string& mailbox, const std::string& method,
                                             std::string args, const CallOptions& options) {
   auto state = std::make_shared<FutureState>();
-  bool wake;
+  state->waiter = weak_from_this();
+  bool wake, alone;
   {
     std::unique_lock<std::mutex> l(mu_);
     if (pending_.size() >= opt_.max_pending) {
@@ -79,7 +83,18 @@ std::shared_ptr<FutureState> Client::submit(const std::string& mailbox, const st
     pending_.emplace(id, Pending{state, wire::Call{id, mailbox, method, Blob{std::move(args)},
                                                   options.max_attempts}});
     wake = outq_.empty();
+    alone = pending_.size() == 1;
     outq_.push_back(id);
+  }
+  // The only call in flight (a synchronous caller) goes out from this thread
+  // when the socket is free. Calls submitted while others are in flight wake
+  // the I/O thread instead, which packs all that queued meanwhile in a frame.
+  if (alone) {
+    std::unique_lock<std::mutex> io(io_mu_, std::try_to_lock);
+    if (io.owns_lock()) {
+      pump();
+      return state;
+    }
   }
   if (wake) waker_.notify();
   return state;
@@ -263,20 +278,10 @@ void Client::on_frame(zmq::message_t& m) {
   }
 }
 
-void Client::io_loop() {
-  say_hello();
-  last_heard_ = transport::Clock::now();
-  zmq::pollitem_t items[] = {{dealer_.handle(), 0, ZMQ_POLLIN, 0}, {nullptr, waker_.fd(), ZMQ_POLLIN, 0}};
+std::chrono::milliseconds Client::pump() {
+  waker_.drain();
   auto liveness = std::max(opt_.heartbeat * 12, std::chrono::milliseconds(3000));
-  while (!stop_.load()) {
-    try {
-      auto wait = is_welcomed() ? opt_.heartbeat : std::chrono::milliseconds(20);
-      if (!acks_.empty()) wait = std::min(wait, std::chrono::duration_cast<std::chrono::milliseconds>(kAckDelay));
-      transport::poll(items, 2, wait);
-    } catch (const zmq::error_t& e) {
-      if (e.num() != EINTR) throw;
-    }
-    waker_.drain();
+  while (true) {
     while (auto m = transport::try_recv(dealer_)) {
       last_heard_ = transport::Clock::now();
       try {
@@ -286,11 +291,7 @@ void Client::io_loop() {
       }
     }
     send_queued();
-    bool welcomed;
-    {
-      std::lock_guard<std::mutex> l(mu_);
-      welcomed = welcomed_;
-    }
+    bool welcomed = is_welcomed();
     auto now = transport::Clock::now();
     // Until welcomed, hello again often: a hello sent before the connection was up is dropped.
     if (!welcomed && now - last_hello_ > std::chrono::milliseconds(100)) say_hello();
@@ -301,9 +302,80 @@ void Client::io_loop() {
     if (welcomed && now - last_sent_ >= opt_.heartbeat) {
       if (transport::send(dealer_, wire::encode(wire::Heartbeat{boot_}))) last_sent_ = now;
     }
+    // A send may take in the socket's pending notices, which then no longer
+    // signal its descriptor: read until the socket says nothing is waiting.
+    if (!(dealer_.get(zmq::sockopt::events) & ZMQ_POLLIN)) break;
+  }
+  auto wait = is_welcomed() ? opt_.heartbeat : std::chrono::milliseconds(20);
+  if (!acks_.empty())
+    wait = std::min(wait, std::chrono::duration_cast<std::chrono::milliseconds>(kAckDelay));
+  return wait;
+}
+
+namespace {
+// Waits for the socket's descriptor or the waker, without holding the socket.
+void wait_for_news(int dealer_fd, int waker_fd, std::chrono::milliseconds timeout) {
+  zmq::pollitem_t items[] = {{nullptr, dealer_fd, ZMQ_POLLIN, 0},
+                             {nullptr, waker_fd, ZMQ_POLLIN, 0}};
+  try {
+    transport::poll(items, 2, timeout);
+  } catch (const zmq::error_t& e) {
+    if (e.num() != EINTR) throw;
+  }
+}
+}  // namespace
+
+bool Client::wait(FutureState& s, std::chrono::steady_clock::time_point deadline) {
+  using std::chrono::steady_clock;
+  // Retries to take the socket back off from 100 us to 10 ms: the I/O thread
+  // lets it go within microseconds, another caller only when its own result
+  // is in, which may take minutes.
+  std::chrono::microseconds retry(100);
+  while (true) {
+    if (s.is_done()) return true;  // most pipelined gets: no need for the socket
+    // With many calls in flight, results come in batches and one wake-up
+    // serves a batch, while the I/O thread takes them in as this thread works:
+    // leave it the socket.
+    if (pending() > kLeadMaxPending) return s.wait_here(deadline);
+    std::unique_lock<std::mutex> io(io_mu_, std::try_to_lock);
+    if (!io.owns_lock()) {
+      // The holder resolves the state when its result comes.
+      auto now = steady_clock::now();
+      if (s.wait_here(deadline - now > retry ? now + retry : deadline)) return true;
+      if (steady_clock::now() >= deadline) return false;
+      retry = std::min<std::chrono::microseconds>(retry * 2, std::chrono::milliseconds(10));
+      continue;
+    }
+    while (true) {
+      auto idle = pump();
+      if (s.is_done()) return true;
+      auto now = steady_clock::now();
+      if (now >= deadline) return false;
+      if (deadline - now < idle) {
+        idle = std::chrono::ceil<std::chrono::milliseconds>(deadline - now);
+      }
+      wait_for_news(dealer_fd_, waker_.fd(), idle);
+    }
+  }
+}
+
+void Client::io_loop() {
+  std::chrono::milliseconds idle;
+  {
+    std::lock_guard<std::mutex> io(io_mu_);
+    say_hello();
+    last_heard_ = transport::Clock::now();
+  }
+  while (!stop_.load()) {
+    {
+      std::lock_guard<std::mutex> io(io_mu_);
+      idle = pump();
+    }
+    wait_for_news(dealer_fd_, waker_.fd(), idle);
   }
   // The last results' acks leave with the socket's linger, so that the head
   // forgets them rather than keep them for a caller that is gone.
+  std::lock_guard<std::mutex> io(io_mu_);
   if (!acks_.empty()) transport::send(dealer_, wire::encode(wire::AckResults{std::move(acks_)}));
 }
 

@@ -1,5 +1,9 @@
-// The driver side of the runtime: one I/O thread owns the DEALER to the head;
-// callers hand it calls through a queue and wait on futures.
+// The driver side of the runtime: one DEALER to the head, used by whichever
+// thread holds io_mu_. An I/O thread serves it whenever nobody else does; a
+// caller that waits for a result takes the socket itself while it can (the
+// leader/follower pattern), and so does one that submits the only call in
+// flight. A synchronous call then never wakes the I/O thread on its path:
+// waking a sleeping thread costs about 50 us on the project's 2-vCPU VM.
 #pragma once
 
 #include <atomic>
@@ -19,7 +23,7 @@
 
 namespace spotlight::detail {
 
-class Client {
+class Client final : public Waiter, public std::enable_shared_from_this<Client> {
  public:
   Client(std::string address, ConnectOptions options);
   ~Client();
@@ -32,6 +36,9 @@ class Client {
                       std::chrono::milliseconds timeout);
   const std::string& address() const { return address_; }
   size_t pending() const;
+  // Waits for a call's state, reading the socket on this thread while no
+  // other thread does.
+  bool wait(FutureState& s, std::chrono::steady_clock::time_point deadline) override;
 
  private:
   struct Pending {
@@ -44,6 +51,11 @@ class Client {
   };
 
   void io_loop();
+  // With io_mu_ held: takes every waiting frame, sends what is queued, says
+  // hello or heartbeats as due, and leaves the socket with nothing to read, so
+  // that its file descriptor signals the next arrival. Returns how long the
+  // socket may then be left alone.
+  std::chrono::milliseconds pump();
   void say_hello();
   void on_frame(zmq::message_t& m);
   void send_queued();
@@ -68,8 +80,10 @@ class Client {
   bool welcomed_ = false;
   std::shared_ptr<FutureState> welcome_;
 
-  // I/O thread only.
+  // Whoever holds io_mu_ (the I/O thread or a waiting caller).
+  std::mutex io_mu_;
   zmq::socket_t dealer_;
+  int dealer_fd_ = -1;  // ZMQ_FD: readable when the socket has news; polled without io_mu_
   transport::Waker waker_;
   std::vector<uint64_t> acks_;  // results received, not yet acknowledged to the head
   transport::Clock::time_point first_ack_;  // when acks_ last became non-empty

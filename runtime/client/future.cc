@@ -46,15 +46,27 @@ void FutureState::resolve(bool ok_, std::string payload_, ErrorKind kind_, std::
 }
 
 bool FutureState::wait_until(std::chrono::steady_clock::time_point deadline) {
-  std::unique_lock<std::mutex> l(mu);
-  transport::spin_until(l, [&] { return done; }, deadline);
-  return cv.wait_until(l, deadline, [&] { return done; });
+  if (auto w = waiter.lock()) return w->wait(*this, deadline);
+  return wait_here(deadline);
 }
 
 void FutureState::wait() {
+  wait_until(std::chrono::steady_clock::time_point::max());
+}
+
+bool FutureState::wait_here(std::chrono::steady_clock::time_point deadline) {
   std::unique_lock<std::mutex> l(mu);
-  transport::spin_until(l, [&] { return done; });
-  cv.wait(l, [&] { return done; });
+  transport::spin_until(l, [&] { return done; }, deadline);
+  if (deadline == std::chrono::steady_clock::time_point::max()) {
+    cv.wait(l, [&] { return done; });
+    return true;
+  }
+  return cv.wait_until(l, deadline, [&] { return done; });
+}
+
+bool FutureState::is_done() {
+  std::lock_guard<std::mutex> l(mu);
+  return done;
 }
 
 const std::string& FutureState::value_or_throw() {

@@ -28,7 +28,7 @@ wire::Completion failure(const wire::Task& t, ErrorKind kind, std::string type, 
 
 void Outgoing::wake_if_first() {
   // One wake-up per batch, not per message: the loop takes everything at once.
-  if (done_.empty() && placed_.empty() && commits_.empty()) waker_.notify();
+  if (nothing_held()) waker_.notify();
 }
 
 void Outgoing::done(wire::Completion c) {
@@ -43,9 +43,23 @@ void Outgoing::commit(wire::Commit c) {
   commits_.push_back(std::move(c));
 }
 
+bool Outgoing::add_finished(wire::Completion c) {
+  std::lock_guard<std::mutex> l(mu_);
+  bool was_empty = nothing_held();
+  done_.push_back(std::move(c));
+  return was_empty;
+}
+
+void Outgoing::send_or_wake(bool was_empty) {
+  if (flush_ && flush_()) return;
+  // Not empty before: whoever added first woke the loop, which has not taken
+  // since (taking empties the outbox).
+  if (was_empty) waker_.notify();
+}
+
 bool Outgoing::empty() {
   std::lock_guard<std::mutex> l(mu_);
-  return done_.empty() && placed_.empty() && commits_.empty();
+  return nothing_held();
 }
 
 void Outgoing::placed(wire::Placed p) {
@@ -218,7 +232,19 @@ void ActorHost::loop() {
     wire::Completion c = run(t);
     l.lock();
     busy_ = false;
-    out_.done(std::move(c));  // after busy_ is cleared: idle() never misses a result in flight
+    if (!queue_.empty()) {
+      // More tasks wait (pipelined calls): the loop sends their results in
+      // batches, woken once by the first.
+      out_.done(std::move(c));
+      continue;
+    }
+    // The last task queued, as every synchronous call is: its result leaves
+    // now. Added before the lock is let go: idle() never misses a result in
+    // flight.
+    bool was_empty = out_.add_finished(std::move(c));
+    l.unlock();
+    out_.send_or_wake(was_empty);
+    l.lock();
   }
   l.unlock();
   instance_.reset();  // the actor is destroyed on its own thread

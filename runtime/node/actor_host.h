@@ -4,6 +4,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -19,7 +20,19 @@ namespace spotlight::node {
 // What actor threads hand back to the node's loop; poking `waker` wakes it.
 class Outgoing {
  public:
+  // How a finished task's result may leave at once: the node sends what waits
+  // here if its socket is free, and says whether it did. Set before any actor
+  // is placed.
+  void set_flusher(std::function<bool()> flush) { flush_ = std::move(flush); }
   void done(wire::Completion c);
+  // A result from the actor thread that ran it, in two steps: add it (under
+  // the host's lock, so that the node never sees the actor idle and the result
+  // nowhere), then, with no lock held, have the flusher send it from this
+  // thread when it can (no wake-up of the node's loop) or else wake the loop.
+  // Never from the loop itself, which holds the socket.
+  bool add_finished(wire::Completion c);  // returns whether the outbox was empty
+  void send_or_wake(bool was_empty);
+  void wake() { waker_.notify(); }
   void placed(wire::Placed p);
   void commit(wire::Commit c);
   // Takes everything queued so far. Send commits before completions: a
@@ -34,6 +47,8 @@ class Outgoing {
 
  private:
   void wake_if_first();  // called with mu_ held before adding
+  bool nothing_held() const { return done_.empty() && placed_.empty() && commits_.empty(); }
+  std::function<bool()> flush_;
   std::mutex mu_;
   std::vector<wire::Commit> commits_;
   std::vector<wire::Completion> done_;

@@ -22,6 +22,17 @@ Node::Node(NodeOptions options)
     : opt_(std::move(options)), session_(static_cast<uint32_t>(std::stoull(common::random_id().substr(0, 8), nullptr, 16))) {
   if (opt_.node_id.empty()) opt_.node_id = common::hostname() + "-" + std::to_string(getpid());
   dealer_ = transport::make_dealer(transport::endpoint(opt_.head), opt_.node_id);
+  dealer_fd_ = dealer_.get(zmq::sockopt::fd);
+  out_.set_flusher([this] {
+    std::unique_lock<std::mutex> io(io_mu_, std::try_to_lock);
+    if (!io.owns_lock()) return false;
+    send_outgoing();
+    // The sends may have taken in the socket's notice of frames that wait,
+    // which then no longer signal its descriptor: the loop must read them.
+    // A draining node's loop checks whether this was its last result.
+    if (draining_.load() || (dealer_.get(zmq::sockopt::events) & ZMQ_POLLIN)) out_.wake();
+    return true;
+  });
   objects::StoreOptions so;
   so.head = opt_.head;
   so.node_id = opt_.node_id;
@@ -71,16 +82,23 @@ void Node::reset_session(const char* why) {
 void Node::run() {
   spdlog::info("node {} joining {} as {} with {} slots", opt_.node_id, opt_.head, opt_.market,
                opt_.slots);
+  std::unique_lock<std::mutex> io(io_mu_);
   last_heard_ = transport::Clock::now();
   say_hello();
-  zmq::pollitem_t items[] = {{dealer_.handle(), 0, ZMQ_POLLIN, 0},
+  zmq::pollitem_t items[] = {{nullptr, dealer_fd_, ZMQ_POLLIN, 0},
                              {nullptr, out_.fd(), ZMQ_POLLIN, 0}};
+  bool news = false;  // a frame waits whose notice the last sends took in
   while (!shutdown_ && !stop_requested_.load()) {
+    auto idle = news        ? std::chrono::milliseconds(0)
+                : welcomed_ ? opt_.heartbeat
+                            : std::chrono::milliseconds(20);
+    io.unlock();  // actor threads may send their results meanwhile
     try {
-      transport::poll(items, 2, welcomed_ ? opt_.heartbeat : std::chrono::milliseconds(20));
+      transport::poll(items, 2, idle);
     } catch (const zmq::error_t& e) {
       if (e.num() != EINTR) throw;
     }
+    io.lock();
     while (auto m = transport::try_recv(dealer_)) {
       last_heard_ = transport::Clock::now();
       handle(*m);
@@ -109,6 +127,7 @@ void Node::run() {
     if (!welcomed_ && now - last_hello_ > std::chrono::milliseconds(100)) say_hello();
     if (welcomed_ && now - last_heard_ > head_liveness_) reset_session("the head went silent");
     if (welcomed_ && now - last_sent_ >= opt_.heartbeat) send(wire::encode(wire::Heartbeat{boot_}));
+    news = dealer_.get(zmq::sockopt::events) & ZMQ_POLLIN;
   }
   spdlog::info("node {} leaving", opt_.node_id);
   hosts_.clear();

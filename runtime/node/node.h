@@ -7,6 +7,7 @@
 #include <chrono>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -63,7 +64,11 @@ class Node {
   bool drained();
 
   NodeOptions opt_;
+  // The loop holds io_mu_ except while it sleeps; an actor thread that has a
+  // result takes it then to send the result itself (Outgoing::send_or_wake).
+  std::mutex io_mu_;
   zmq::socket_t dealer_;
+  int dealer_fd_ = -1;  // ZMQ_FD: readable when the socket has news; polled without io_mu_
   Outgoing out_;
   std::unique_ptr<objects::NodeObjectStore> objects_;  // outlives hosts_: actors read from it
   std::map<uint64_t, std::unique_ptr<ActorHost>> hosts_;

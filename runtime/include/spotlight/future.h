@@ -13,6 +13,19 @@
 namespace spotlight {
 
 namespace detail {
+struct FutureState;
+
+// Something that can wait for a state by doing the I/O that resolves it on
+// the waiting thread (the client, which then reads its socket itself rather
+// than have its I/O thread wake the caller: two thread wake-ups fewer per
+// synchronous call).
+class Waiter {
+ public:
+  virtual ~Waiter() = default;
+  // Returns the state's done flag once it is set or the deadline passes.
+  virtual bool wait(FutureState& s, std::chrono::steady_clock::time_point deadline) = 0;
+};
+
 // Shared between the caller's Future and the client's I/O thread.
 struct FutureState {
   std::mutex mu;
@@ -22,12 +35,17 @@ struct FutureState {
   std::string payload;  // msgpack result when ok, else the error message
   ErrorKind kind = ErrorKind::kFailed;
   std::string error_type;
+  std::weak_ptr<Waiter> waiter;  // set when the call's client can pump for the caller
 
   void resolve(bool ok_, std::string payload_, ErrorKind kind_ = ErrorKind::kFailed,
                std::string type_ = {});
-  // Blocks until done or until the deadline; returns done.
+  // Blocks until done or until the deadline; returns done. Goes through the
+  // waiter while it lives.
   bool wait_until(std::chrono::steady_clock::time_point deadline);
   void wait();
+  // Waits on the condition variable only (spinning first in latency mode).
+  bool wait_here(std::chrono::steady_clock::time_point deadline);
+  bool is_done();
   // Throws the carried error when the call failed.
   const std::string& value_or_throw();
 };

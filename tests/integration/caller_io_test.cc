@@ -1,0 +1,96 @@
+// A caller that waits for its result reads the client's socket itself while
+// no other thread does (runtime/client/client.h). These tests hold the
+// promises around that: every waiting thread gets its own result whoever
+// reads the socket, a wait that gives up leaves the result to the I/O
+// thread, and a caller waiting on a slow call holds up nobody else.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+#include <vector>
+
+#include "support/cluster.h"
+#include "support/test_actors.h"
+
+namespace spotlight {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::cluster_options;
+using testing_actors::Stepper;
+using testing_actors::StepReport;
+using testing_actors::Worker;
+
+// Eight threads make synchronous calls through one runtime at once: the
+// socket passes between them and the I/O thread all the time, and each must
+// see exactly its own answers.
+TEST(CallerIo, ManyThreadsWaitingOnOneClientEachGetTheirOwnResults) {
+  LocalCluster cluster(cluster_options(1, 4));
+  auto rt = cluster.connect();
+  auto pool = rt.pool<Worker>("caller-io-pool", on_market("any").members(2));
+  constexpr int kThreads = 8, kCalls = 200;
+  std::atomic<int> wrong{0}, right{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kCalls; ++i) {
+        int64_t x = t * 100000 + i;
+        try {
+          (pool.call(&Worker::twice, x).get(20s) == 2 * x ? right : wrong)++;
+        } catch (const std::exception&) {
+          wrong++;
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_EQ(right.load(), kThreads * kCalls);
+}
+
+// A wait that times out while this thread reads the socket hands it back:
+// the I/O thread then takes the result in, with nobody waiting for it.
+TEST(CallerIo, AWaitThatGivesUpLeavesTheResultToTheIoThread) {
+  LocalCluster cluster(cluster_options(1, 2));
+  auto rt = cluster.connect();
+  auto stepper = rt.spawn<Stepper>("caller-io-stepper");
+  auto f = stepper.call(&Stepper::run, int64_t{7}, int64_t{3}, int64_t{100});  // 300 ms of work
+  EXPECT_FALSE(f.wait_for(20ms));
+  auto deadline = std::chrono::steady_clock::now() + 20s;
+  while (!f.ready() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::yield();  // ready() only looks: it never reads the socket
+  }
+  ASSERT_TRUE(f.ready()) << "the I/O thread never took the result in";
+  StepReport r = f.get();
+  EXPECT_EQ(r.key, 7);
+  EXPECT_EQ(r.ran, 3);
+}
+
+// One thread waits on a call that runs for seconds (it may hold the socket
+// all that time); another thread's 200 synchronous calls to a second actor
+// all come back meanwhile.
+TEST(CallerIo, ACallerWaitingOnASlowCallHoldsUpNobody) {
+  LocalCluster cluster(cluster_options(1, 4));
+  auto rt = cluster.connect();
+  auto stepper = rt.spawn<Stepper>("caller-io-slow");
+  auto worker = rt.spawn<Worker>("caller-io-fast");
+  worker.call(&Worker::twice, int64_t{1}).get(20s);  // placed
+  std::atomic<bool> slow_started{false};
+  StepReport slow_result;
+  std::thread slow([&] {
+    auto f = stepper.call(&Stepper::run, int64_t{1}, int64_t{30}, int64_t{100});  // 3 s of work
+    slow_started = true;
+    slow_result = f.get();
+  });
+  while (!slow_started.load()) std::this_thread::yield();
+  for (int64_t i = 0; i < 200; ++i) ASSERT_EQ(worker.call(&Worker::twice, i).get(20s), 2 * i);
+  auto done_fast = std::chrono::steady_clock::now();
+  slow.join();
+  auto done_slow = std::chrono::steady_clock::now();
+  EXPECT_EQ(slow_result.ran, 30);
+  // The fast calls did not wait for the slow one: it finished well after them.
+  EXPECT_GT(done_slow - done_fast, 1s);
+}
+
+}  // namespace
+}  // namespace spotlight
