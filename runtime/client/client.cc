@@ -37,11 +37,33 @@ Client::~Client() {
   room_.notify_all();
   waker_.notify();
   io_.join();
-  std::lock_guard<std::mutex> l(mu_);
-  for (auto& [id, p] : pending_) {
+  fail_pending();
+}
+
+void Client::fail_pending() {
+  std::map<uint64_t, Pending> failed;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    failed.swap(pending_);
+    outq_.clear();
+  }
+  room_.notify_all();
+  for (auto& [id, p] : failed) {
     p.state->resolve(false, "the client closed before the result came", ErrorKind::kConnection,
                      "connection");
   }
+}
+
+bool Client::abandoned() const {
+  // Waiters hold a reference each while they wait (FutureState::wait_until);
+  // when those are all there is, no Runtime or handle holds this client.
+  return weak_from_this().use_count() <= waiting_.load();
+}
+
+void Client::leave_socket() {
+  // The I/O thread sleeps on timers from its own last pump; a client that
+  // lost its head must say hello again within 100 ms, not a heartbeat.
+  if (!is_welcomed()) waker_.notify();
 }
 
 bool Client::is_welcomed() {
@@ -93,6 +115,7 @@ std::shared_ptr<FutureState> Client::submit(const std::string& mailbox, const st
     std::unique_lock<std::mutex> io(io_mu_, std::try_to_lock);
     if (io.owns_lock()) {
       pump();
+      leave_socket();
       return state;
     }
   }
@@ -327,35 +350,52 @@ void wait_for_news(int dealer_fd, int waker_fd, std::chrono::milliseconds timeou
 
 bool Client::wait(FutureState& s, std::chrono::steady_clock::time_point deadline) {
   using std::chrono::steady_clock;
+  ++waiting_;
+  struct Leave {
+    std::atomic<long>& n;
+    ~Leave() { --n; }
+  } leave{waiting_};
+  // Once the client's owners are gone, its calls fail as they would have
+  // when ~Client ran: the waiting threads' references keep it alive instead.
+  auto given_up = [&] {
+    if (!abandoned()) return false;
+    fail_pending();
+    return true;
+  };
   // Retries to take the socket back off from 100 us to 10 ms: the I/O thread
   // lets it go within microseconds, another caller only when its own result
   // is in, which may take minutes.
   std::chrono::microseconds retry(100);
   while (true) {
     if (s.is_done()) return true;  // most pipelined gets: no need for the socket
+    auto now = steady_clock::now();
+    if (now >= deadline) return false;
+    if (given_up()) return true;
     // With many calls in flight, results come in batches and one wake-up
     // serves a batch, while the I/O thread takes them in as this thread works:
     // leave it the socket.
-    if (pending() > kLeadMaxPending) return s.wait_here(deadline);
+    if (pending() > kLeadMaxPending) {
+      if (s.wait_here(deadline - now > opt_.heartbeat ? now + opt_.heartbeat : deadline)) return true;
+      continue;
+    }
     std::unique_lock<std::mutex> io(io_mu_, std::try_to_lock);
     if (!io.owns_lock()) {
       // The holder resolves the state when its result comes.
-      auto now = steady_clock::now();
       if (s.wait_here(deadline - now > retry ? now + retry : deadline)) return true;
-      if (steady_clock::now() >= deadline) return false;
       retry = std::min<std::chrono::microseconds>(retry * 2, std::chrono::milliseconds(10));
       continue;
     }
     while (true) {
       auto idle = pump();
-      if (s.is_done()) return true;
-      auto now = steady_clock::now();
-      if (now >= deadline) return false;
+      if (s.is_done()) break;
+      now = steady_clock::now();
+      if (now >= deadline || abandoned()) break;
       if (deadline - now < idle) {
         idle = std::chrono::ceil<std::chrono::milliseconds>(deadline - now);
       }
       wait_for_news(dealer_fd_, waker_.fd(), idle);
     }
+    leave_socket();
   }
 }
 

@@ -51,6 +51,12 @@ class Client final : public Waiter, public std::enable_shared_from_this<Client> 
   };
 
   void io_loop();
+  // Resolves every pending call with a connection error.
+  void fail_pending();
+  // Only waiting threads still hold this client.
+  bool abandoned() const;
+  // Before a caller lets go of the socket.
+  void leave_socket();
   // With io_mu_ held: takes every waiting frame, sends what is queued, says
   // hello or heartbeats as due, and leaves the socket with nothing to read, so
   // that its file descriptor signals the next arrival. Returns how long the
@@ -90,6 +96,7 @@ class Client final : public Waiter, public std::enable_shared_from_this<Client> 
   uint64_t boot_ = 0;
   transport::Clock::time_point last_heard_, last_sent_, last_hello_;
   std::atomic<bool> stop_{false};
+  std::atomic<long> waiting_{0};  // threads in wait()
   std::thread io_;
 };
 

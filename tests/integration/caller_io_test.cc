@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -90,6 +91,39 @@ TEST(CallerIo, ACallerWaitingOnASlowCallHoldsUpNobody) {
   EXPECT_EQ(slow_result.ran, 30);
   // The fast calls did not wait for the slow one: it finished well after them.
   EXPECT_GT(done_slow - done_fast, 1s);
+}
+
+// Dropping the last Runtime and handle closes the client even while threads
+// wait on its calls (their waits keep it alive): those calls fail with a
+// connection error, as they always did, rather than wait for results.
+TEST(CallerIo, DroppingTheRuntimeFailsTheCallsThatThreadsWaitOn) {
+  LocalCluster cluster(cluster_options(1, 4));
+  std::optional<Runtime> rt = cluster.connect();
+  std::optional<ActorHandle<Stepper>> slow = rt->spawn<Stepper>("caller-io-abandoned");
+  slow->call(&Stepper::run, int64_t{0}, int64_t{1}, int64_t{1}).get(20s);  // placed
+  // Two waiters: one may hold the socket while the other waits for it.
+  std::vector<Future<StepReport>> calls;
+  for (int64_t k = 1; k <= 2; ++k) calls.push_back(slow->call(&Stepper::run, k, int64_t{600}, int64_t{100}));
+  std::atomic<int> connection_errors{0}, started{0};
+  std::vector<std::thread> waiters;
+  for (auto& f : calls) {
+    waiters.emplace_back([&, f]() mutable {
+      ++started;
+      try {
+        f.get();
+      } catch (const ConnectionError&) {
+        ++connection_errors;
+      }
+    });
+  }
+  while (started.load() < 2) std::this_thread::yield();
+  auto dropped = std::chrono::steady_clock::now();
+  slow.reset();
+  rt.reset();
+  for (auto& w : waiters) w.join();
+  EXPECT_EQ(connection_errors.load(), 2);
+  // The calls run for a minute; their waits ended within a few heartbeats.
+  EXPECT_LT(std::chrono::steady_clock::now() - dropped, 20s);
 }
 
 }  // namespace
