@@ -355,13 +355,6 @@ bool Client::wait(FutureState& s, std::chrono::steady_clock::time_point deadline
     std::atomic<long>& n;
     ~Leave() { --n; }
   } leave{waiting_};
-  // Once the client's owners are gone, its calls fail as they would have
-  // when ~Client ran: the waiting threads' references keep it alive instead.
-  auto given_up = [&] {
-    if (!abandoned()) return false;
-    fail_pending();
-    return true;
-  };
   // Retries to take the socket back off from 100 us to 10 ms: the I/O thread
   // lets it go within microseconds, another caller only when its own result
   // is in, which may take minutes.
@@ -370,18 +363,23 @@ bool Client::wait(FutureState& s, std::chrono::steady_clock::time_point deadline
     if (s.is_done()) return true;  // most pipelined gets: no need for the socket
     auto now = steady_clock::now();
     if (now >= deadline) return false;
-    if (given_up()) return true;
+    if (abandoned()) {
+      // Its owners are gone: its calls fail as they would have when ~Client
+      // ran, which the waiting threads' references now hold off.
+      fail_pending();
+      return true;
+    }
     // With many calls in flight, results come in batches and one wake-up
     // serves a batch, while the I/O thread takes them in as this thread works:
     // leave it the socket.
     if (pending() > kLeadMaxPending) {
-      if (s.wait_here(deadline - now > opt_.heartbeat ? now + opt_.heartbeat : deadline)) return true;
+      if (s.wait_here(std::min(deadline, now + opt_.heartbeat))) return true;
       continue;
     }
     std::unique_lock<std::mutex> io(io_mu_, std::try_to_lock);
     if (!io.owns_lock()) {
       // The holder resolves the state when its result comes.
-      if (s.wait_here(deadline - now > retry ? now + retry : deadline)) return true;
+      if (s.wait_here(std::min<steady_clock::time_point>(deadline, now + retry))) return true;
       retry = std::min<std::chrono::microseconds>(retry * 2, std::chrono::milliseconds(10));
       continue;
     }
