@@ -51,10 +51,11 @@ bool Outgoing::add_finished(wire::Completion c) {
 }
 
 void Outgoing::send_or_wake(bool was_empty) {
-  if (flush_ && flush_()) return;
   // Not empty before: whoever added first woke the loop, which has not taken
-  // since (taking empties the outbox).
-  if (was_empty) waker_.notify();
+  // since (taking empties the outbox) and sends this result with the others.
+  if (!was_empty) return;
+  if (flush_ && flush_()) return;
+  waker_.notify();
 }
 
 bool Outgoing::empty() {

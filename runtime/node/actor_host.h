@@ -27,8 +27,9 @@ class Outgoing {
   void done(wire::Completion c);
   // A result from the actor thread that ran it, in two steps: add it (under
   // the host's lock, so that the node never sees the actor idle and the result
-  // nowhere), then, with no lock held, have the flusher send it from this
-  // thread when it can (no wake-up of the node's loop) or else wake the loop.
+  // nowhere), then, with no lock held and nothing else waiting in the box,
+  // have the flusher send it from this thread when it can (no wake-up of the
+  // node's loop) or else wake the loop.
   // Never from the loop itself, which holds the socket.
   bool add_finished(wire::Completion c);  // returns whether the outbox was empty
   void send_or_wake(bool was_empty);
