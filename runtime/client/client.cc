@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 #include "common/ids.h"
 #include "spotlight/spotlight.h"
 #include "transport/spin.h"
@@ -41,7 +43,7 @@ Client::~Client() {
 }
 
 void Client::fail_pending() {
-  std::map<uint64_t, Pending> failed;
+  std::unordered_map<uint64_t, Pending> failed;
   {
     std::lock_guard<std::mutex> l(mu_);
     failed.swap(pending_);
@@ -150,11 +152,18 @@ void Client::say_hello() {
   wire::HelloClient hello{id_, {}};
   {
     std::lock_guard<std::mutex> l(mu_);
-    hello.awaiting.reserve(pending_.size());
-    for (const auto& [id, p] : pending_) hello.awaiting.push_back(id);
+    hello.awaiting = sorted_pending_ids();
   }
   transport::send(dealer_, wire::encode(hello));
   last_hello_ = last_sent_ = transport::Clock::now();
+}
+
+std::vector<uint64_t> Client::sorted_pending_ids() const {
+  std::vector<uint64_t> ids;
+  ids.reserve(pending_.size());
+  for (const auto& [id, p] : pending_) ids.push_back(id);
+  std::sort(ids.begin(), ids.end());
+  return ids;
 }
 
 void Client::send_queued() {
@@ -168,22 +177,24 @@ void Client::send_queued() {
     control_outq_.clear();
     if (welcomed_ && !outq_.empty()) {
       // A call may have its result already (a resend raced with the answer): skip it.
-      std::erase_if(outq_, [&](uint64_t id) { return !pending_.count(id); });
+      std::vector<const wire::Call*> calls;
+      calls.reserve(outq_.size());
+      for (uint64_t id : outq_) {
+        if (auto it = pending_.find(id); it != pending_.end()) calls.push_back(&it->second.call);
+      }
       // Pack calls straight from the pending table: one frame per ~1 MiB.
       msgpack::sbuffer buf;
       msgpack::packer<msgpack::sbuffer> pk(buf);
+      const size_t target = std::min<size_t>(kBatchBytes, max_frame_ / 2);
       size_t i = 0;
-      while (i < outq_.size()) {
+      while (i < calls.size()) {
         size_t end = i, bytes = 0;
-        size_t target = std::min<size_t>(kBatchBytes, max_frame_ / 2);
-        while (end < outq_.size() && (end == i || bytes < target)) {
-          bytes += pending_.at(outq_[end]).call.args.data.size() + 64;
-          ++end;
-        }
+        while (end < calls.size() && (end == i || bytes < target))
+          bytes += calls[end++]->args.data.size() + 64;
         buf.clear();
         pk.pack_array(1);  // wire::Calls{calls}
         pk.pack_array(static_cast<uint32_t>(end - i));
-        for (size_t k = i; k < end; ++k) pk.pack(pending_.at(outq_[k]).call);
+        for (size_t k = i; k < end; ++k) pk.pack(*calls[k]);
         frames.push_back(wire::encode_raw(wire::MsgType::kCalls, 0, {buf.data(), buf.size()}));
         i = end;
       }
@@ -206,8 +217,7 @@ void Client::send_queued() {
 
 void Client::resend_everything() {
   std::lock_guard<std::mutex> l(mu_);
-  outq_.clear();
-  for (const auto& [id, p] : pending_) outq_.push_back(id);
+  outq_ = sorted_pending_ids();
   control_outq_.clear();
   for (const auto& [rid, c] : control_) control_outq_.push_back(rid);
 }

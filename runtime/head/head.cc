@@ -411,15 +411,10 @@ void Head::on_calls(Client& c, wire::Calls& calls) {
 }
 
 void Head::on_ack(const wire::AckResults& a) {
-  std::vector<uint64_t> done;
-  done.reserve(a.ids.size());
-  for (uint64_t id : a.ids) {
-    auto it = state_.tasks.find(id);
-    if (it != state_.tasks.end() && it->second.state == TaskState::kDone) done.push_back(id);
-  }
-  if (done.empty()) return;
-  record(EventKind::kForget, done);
-  state_.apply_forget(done);
+  // Journaled after the fact, within the same turn's entry: the event lists
+  // just the ids that were finished, so its replay does the same.
+  std::vector<uint64_t> done = state_.apply_forget(a.ids);
+  if (!done.empty()) record(EventKind::kForget, done);
 }
 
 void Head::on_placed(Node& n, const wire::Placed& p) {
@@ -856,13 +851,24 @@ void Head::flush(std::map<std::string, Outbox>& boxes) {
 }
 
 void Head::maybe_compact(bool force) {
-  if (!force && store_->journal_entries() < opt_.compact_every) return;
+  if (!force && store_->journal_entries() < opt_.compact_every &&
+      store_->journal_bytes() < opt_.compact_bytes) {
+    return;
+  }
   if (store_->journal_entries() == 0 && !state_.dirty_meta && state_.dirty_tasks.empty() &&
       state_.erased_tasks.empty()) {
     return;
   }
+  const auto t0 = transport::Clock::now();
+  const size_t entries = store_->journal_entries(), bytes = store_->journal_bytes();
   store_->compact(state_.compaction());
   count("compactions");
+  // The head serves nobody meanwhile: status shows the longest such pause.
+  const uint64_t ms = static_cast<uint64_t>(transport::ms_since(t0));
+  auto& longest = counters_["compaction_ms_max"];
+  longest = std::max(longest, ms);
+  spdlog::debug("store compacted: {} journal entries ({} bytes) folded in {} ms", entries, bytes,
+                ms);
 }
 
 ClusterStatus Head::status() const {

@@ -34,7 +34,10 @@ struct HeadOptions {
   // A node silent this long is dead. With heartbeats every 250 ms and the
   // check every 50 ms, a killed node is declared dead 600-900 ms after it died.
   std::chrono::milliseconds liveness{850};
+  // A compaction folds the journal into tables when either bound is reached;
+  // the bytes bound keeps each one short (and a restart's replay) under load.
   size_t compact_every = 4096;               // journal entries between compactions
+  size_t compact_bytes = 64u << 20;          // journal bytes between compactions
   std::string port_file;                     // written with the bound port once listening
 };
 

@@ -42,7 +42,7 @@ void State::apply_accept(const TaskRecord& t) {
   Task& task = tasks[t.id];
   static_cast<TaskRecord&>(task) = t;
   next_ord = std::max(next_ord, t.ord + 1);
-  dirty_tasks.insert(t.id);
+  mark_dirty(t.id, task);
 }
 
 void State::apply_lease(const LeaseEvent& e) {
@@ -55,7 +55,7 @@ void State::apply_lease(const LeaseEvent& e) {
   t.node = e.node;
   t.attempts += 1;
   next_epoch = std::max(next_epoch, e.epoch + 1);
-  dirty_tasks.insert(e.id);
+  mark_dirty(e.id, t);
 }
 
 void State::apply_finish(const FinishEvent& e) {
@@ -70,7 +70,7 @@ void State::apply_finish(const FinishEvent& e) {
   t.args.data.clear();  // arguments and checkpoint are not needed once the result is stored
   t.checkpoint.data.clear();
   t.has_checkpoint = false;
-  dirty_tasks.insert(e.id);
+  mark_dirty(e.id, t);
 }
 
 void State::apply_requeue(const RequeueEvent& e) {
@@ -81,7 +81,7 @@ void State::apply_requeue(const RequeueEvent& e) {
   t.epoch = 0;
   t.node.clear();
   if (e.handed_back && t.attempts > 0) t.attempts -= 1;
-  dirty_tasks.insert(e.id);
+  mark_dirty(e.id, t);
 }
 
 void State::apply_commit(const CommitEvent& e) {
@@ -91,17 +91,20 @@ void State::apply_commit(const CommitEvent& e) {
   if (t.state != TaskState::kLeased || t.epoch != e.epoch) return;  // a stale lease's commit
   t.has_checkpoint = true;
   t.checkpoint = e.state;
-  dirty_tasks.insert(e.id);
+  mark_dirty(e.id, t);
 }
 
-void State::apply_forget(const std::vector<uint64_t>& ids) {
+std::vector<uint64_t> State::apply_forget(const std::vector<uint64_t>& ids) {
+  std::vector<uint64_t> forgotten;
+  forgotten.reserve(ids.size());
   for (uint64_t id : ids) {
     auto it = tasks.find(id);
     if (it == tasks.end() || it->second.state != TaskState::kDone) continue;
     if (it->second.in_snapshot) erased_tasks.push_back(id);
-    dirty_tasks.erase(id);
     tasks.erase(it);
+    forgotten.push_back(id);
   }
+  return forgotten;
 }
 
 void State::replay(std::string_view entry) {
@@ -160,9 +163,10 @@ store::Compaction State::compaction() {
   for (const auto& [_, cl] : clients) c.clients.push_back(cl.rec);
   for (uint64_t id : dirty_tasks) {
     auto it = tasks.find(id);
-    if (it == tasks.end()) continue;
+    if (it == tasks.end() || !it->second.dirty) continue;  // forgotten, or listed twice
     c.upsert.push_back(it->second);
     it->second.in_snapshot = true;
+    it->second.dirty = false;
   }
   c.erase = std::move(erased_tasks);
   erased_tasks.clear();

@@ -100,6 +100,7 @@ const char* to_string(ActorPhase p);
 
 struct Task : TaskRecord {
   bool in_snapshot = false;  // a row exists in the tasks table
+  bool dirty = false;        // changed since the last compaction (listed in State::dirty_tasks)
 };
 
 // A sequence-parallel group: sp_degree actors of one pool that run each of
@@ -178,8 +179,9 @@ class State {
   uint64_t next_actor = 1;
   uint32_t next_client = 1;
 
-  // Ids touched since the last compaction, and rows to delete.
-  std::unordered_set<uint64_t> dirty_tasks;
+  // Ids touched since the last compaction (a flag on the task keeps each
+  // listed once; forgotten ones are skipped at compaction), and rows to delete.
+  std::vector<uint64_t> dirty_tasks;
   std::vector<uint64_t> erased_tasks;
   bool dirty_meta = false;  // pools, actors or clients changed
 
@@ -191,7 +193,12 @@ class State {
   void apply_finish(const FinishEvent& e);
   void apply_requeue(const RequeueEvent& e);
   void apply_commit(const CommitEvent& e);
-  void apply_forget(const std::vector<uint64_t>& ids);
+  // Drops the finished tasks among `ids`; returns the ids it dropped.
+  std::vector<uint64_t> apply_forget(const std::vector<uint64_t>& ids);
+  void mark_dirty(uint64_t id, Task& t) {
+    if (!t.dirty) dirty_tasks.push_back(id);
+    t.dirty = true;
+  }
 
   // Loads tables and replays the journal; then puts every queued task back in
   // its mailbox in arrival order. Leased tasks keep their leases.

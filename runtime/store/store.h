@@ -2,7 +2,7 @@
 // writes every change to the store before acknowledging it: each event-loop
 // turn appends ONE journal entry (all events of the turn, group-committed in
 // one transaction); from time to time the live state is compacted into
-// tables and the journal is truncated. Opening a store reads the tables and
+// tables and the journal is dropped. Opening a store reads the tables and
 // the journal back, so a restarted head resumes where the last commit left it.
 #pragma once
 
@@ -98,6 +98,7 @@ class Store {
   // Replaces the journal by the tables, in one transaction.
   virtual void compact(const Compaction& c) = 0;
   virtual size_t journal_entries() const = 0;
+  virtual size_t journal_bytes() const = 0;  // of the entries since the last compaction
   virtual std::string path() const = 0;
 };
 

@@ -65,6 +65,7 @@ TEST(Cli, BadArgumentsAreRefusedClearly) {
       {"join 127.0.0.1:1 --load /no/such/lib.so", "lib.so"},
       {"head --port 70000", "port"},
       {"head --sync sometimes", "sometimes"},
+      {"head --compact-mib 0", "compact-mib"},
       {"head --port 0 --store /no/such/dir/head.db", "cannot open"},
       {"bench --sync-calls 1", "sync-calls"},
       {"frobnicate", "frobnicate"},

@@ -13,18 +13,19 @@ using testing::cluster_options;
 using testing::find_pool;
 using testing::wait_for_status;
 using testing_actors::Recorder;
+using testing_actors::Worker;
 
-TEST(Durability, KillNineOfTheHeadLosesNothing) {
-  LocalCluster cluster(cluster_options(0));
-  auto rt = cluster.connect();
-  auto rec = rt.spawn<Recorder>("recorder");
-  constexpr int kCalls = 1000;
+// Submits `n` calls to `rec` (pool `pool`) that no node can run yet, kills the
+// head with SIGKILL and restarts it on its store, which must hold them all;
+// then two nodes of `market` join and every call completes exactly once.
+void kill_while_queued_then_finish(LocalCluster& cluster, ActorHandle<Recorder>& rec,
+                                   const std::string& pool, int n, const std::string& market) {
   std::vector<Future<int64_t>> fs;
-  for (int i = 0; i < kCalls; ++i) fs.push_back(rec.call(&Recorder::record, int64_t{i}));
-  // Every call is accepted (committed) and waits: no node can run it.
-  ASSERT_TRUE(wait_for_status(cluster.address(), [](const ClusterStatus& s) {
-    const PoolStatus* p = find_pool(s, "recorder");
-    return p && p->queued == kCalls;
+  for (int i = 0; i < n; ++i) fs.push_back(rec.call(&Recorder::record, int64_t{i}));
+  // Every call is accepted (committed) and waits.
+  ASSERT_TRUE(wait_for_status(cluster.address(), [&](const ClusterStatus& s) {
+    const PoolStatus* p = find_pool(s, pool);
+    return p && p->queued == static_cast<uint64_t>(n);
   }));
 
   cluster.kill_head(SIGKILL);
@@ -32,21 +33,28 @@ TEST(Durability, KillNineOfTheHeadLosesNothing) {
   // The restarted head has all of them from its store.
   ClusterStatus after = cluster_status(cluster.address());
   EXPECT_EQ(after.boot, 2u);
-  const PoolStatus* p = find_pool(after, "recorder");
+  const PoolStatus* p = find_pool(after, pool);
   ASSERT_NE(p, nullptr);
-  EXPECT_EQ(p->queued, static_cast<uint64_t>(kCalls));
-  EXPECT_EQ(after.tasks_live, static_cast<uint64_t>(kCalls));
+  EXPECT_EQ(p->queued, static_cast<uint64_t>(n));
+  EXPECT_EQ(after.tasks_live, static_cast<uint64_t>(n));
 
-  cluster.add_node(2, "reserved");
-  cluster.add_node(2, "reserved");
-  for (int i = 0; i < kCalls; ++i) EXPECT_EQ(fs[i].get(std::chrono::seconds(60)), i);
+  cluster.add_node(2, market);
+  cluster.add_node(2, market);
+  for (int i = 0; i < n; ++i) EXPECT_EQ(fs[i].get(std::chrono::seconds(60)), i);
   Recorder::Stats stats = rec.call(&Recorder::stats).get();
-  EXPECT_EQ(stats.executions, kCalls + 0) << "no call ran twice";
-  EXPECT_EQ(stats.distinct, kCalls + 0);
+  EXPECT_EQ(stats.executions, n) << "no call ran twice";
+  EXPECT_EQ(stats.distinct, n);
   // The client received every result and acknowledged it: nothing stays live.
   EXPECT_TRUE(wait_for_status(cluster.address(), [](const ClusterStatus& s) {
     return s.tasks_live == 0;
   }));
+}
+
+TEST(Durability, KillNineOfTheHeadLosesNothing) {
+  LocalCluster cluster(cluster_options(0));
+  auto rt = cluster.connect();
+  auto rec = rt.spawn<Recorder>("recorder");
+  kill_while_queued_then_finish(cluster, rec, "recorder", 1000, "reserved");
 }
 
 TEST(Durability, ResultsStoredWhileTheCallerIsAwayAreDeliveredOnce) {
@@ -66,6 +74,28 @@ TEST(Durability, ResultsStoredWhileTheCallerIsAwayAreDeliveredOnce) {
   EXPECT_TRUE(wait_for_status(cluster.address(), [](const ClusterStatus& s) {
     return s.tasks_live == 0;
   }));
+}
+
+// Compactions fold the journal into the store's tables and drop the journal
+// file; a head killed after several of them restarts from tables plus the
+// journal written since, and still loses nothing.
+TEST(Durability, KillNineAfterCompactionsLosesNothing) {
+  ClusterOptions o = cluster_options(1);
+  o.head_args = {"--compact-mib", "0.25"};
+  LocalCluster cluster(o);
+  auto rt = cluster.connect();
+  auto w = rt.spawn<Worker>("compacting");
+  // About 2 MiB of results through the journal.
+  std::vector<Future<std::string>> blobs;
+  for (int i = 0; i < 1000; ++i) blobs.push_back(w.call(&Worker::blob, int64_t{2048}));
+  for (auto& f : blobs) ASSERT_EQ(f.get(std::chrono::seconds(60)).size(), 2048u);
+  ASSERT_TRUE(wait_for_status(cluster.address(), [](const ClusterStatus& s) {
+    auto it = s.counters.find("compactions");
+    return it != s.counters.end() && it->second >= 4;
+  }));
+  // No spot node yet: these calls wait.
+  auto rec = rt.spawn<Recorder>("parked", on_market("spot"));
+  kill_while_queued_then_finish(cluster, rec, "parked", 500, "spot");
 }
 
 // A client acknowledges results lazily (with its next calls, or within a few

@@ -1,13 +1,15 @@
 // The head's store: commit, reopen, reload; compaction; the head's state
 // rebuilt from tables plus journal; refusal of unusable files.
+#include "store/store.h"
+
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 
 #include "head/state.h"
-#include "store/store.h"
 
 namespace spotlight {
 namespace {
@@ -37,6 +39,20 @@ store::TaskRecord task(uint64_t id, uint64_t ord, const std::string& mailbox) {
   t.method = "add";
   t.args = Blob{pack(std::make_tuple(int64_t(id)))};
   return t;
+}
+
+// Journals and applies pool "p" and tasks 1..n queued in it, as one turn.
+void accept_tasks(store::Store& s, head::State& st, uint64_t n) {
+  head::Journal j;
+  store::PoolRecord pool{"p", "T", "any", 1, 1, 16};
+  j.add(head::EventKind::kPool, pool);
+  st.apply_pool(pool);
+  for (uint64_t i = 1; i <= n; ++i) {
+    auto t = task(i, i, "p");
+    j.add(head::EventKind::kAccept, t);
+    st.apply_accept(t);
+  }
+  s.append(j.bytes());
 }
 
 TEST_F(StoreTest, CommitReopenReload) {
@@ -113,20 +129,11 @@ TEST_F(StoreTest, CompactionReplacesTheJournal) {
     auto s = store::open_sqlite(path_);
     head::State st;
     st.recover(s->open());
-    head::Journal j;
-    store::PoolRecord pool{"p", "T", "any", 1, 1, 16};
-    j.add(head::EventKind::kPool, pool);
-    st.apply_pool(pool);
-    for (uint64_t i = 1; i <= 100; ++i) {
-      auto t = task(i, i, "p");
-      j.add(head::EventKind::kAccept, t);
-      st.apply_accept(t);
-    }
-    s->append(j.bytes());
+    accept_tasks(*s, st, 100);
     s->compact(st.compaction());
     EXPECT_EQ(s->journal_entries(), 0u);
     // After the compaction: 60 finish and are forgotten, only journaled.
-    j.clear();
+    head::Journal j;
     std::vector<uint64_t> gone;
     for (uint64_t i = 1; i <= 60; ++i) {
       head::FinishEvent f{i, true, 0, "", Blob{pack(i)}};
@@ -147,6 +154,125 @@ TEST_F(StoreTest, CompactionReplacesTheJournal) {
   st.recover(std::move(l));
   EXPECT_EQ(st.pools["p"].queue.size(), 40u);
   EXPECT_EQ(st.pools["p"].queue.front(), 61u);
+}
+
+// Compaction drops the journal file: its size starts again from nothing.
+TEST_F(StoreTest, CompactionStartsAnEmptyJournalFile) {
+  auto s = store::open_sqlite(path_);
+  head::State st;
+  st.recover(s->open());
+  const std::string big(64 << 10, 'j');
+  for (int i = 0; i < 32; ++i) s->append(big);
+  EXPECT_EQ(s->journal_bytes(), 32u * big.size());
+  auto on_disk = [&] {
+    uintmax_t n = 0;
+    for (const char* suffix : {"", "-wal"}) {
+      if (fs::exists(path_ + ".journal" + suffix)) n += fs::file_size(path_ + ".journal" + suffix);
+    }
+    return n;
+  };
+  EXPECT_GT(on_disk(), 32u * big.size());
+  s->compact(st.compaction());
+  EXPECT_EQ(s->journal_entries(), 0u);
+  EXPECT_EQ(s->journal_bytes(), 0u);
+  EXPECT_LT(on_disk(), 64u << 10);
+  s->append("after");
+  s.reset();
+  auto l = store::open_sqlite(path_)->open();
+  ASSERT_EQ(l.journal.size(), 1u);
+  EXPECT_EQ(l.journal[0], "after");
+}
+
+// A head that dies after a compaction's commit but before it dropped the
+// journal file leaves entries that the tables already hold: a restart skips
+// them by number, and appends after them.
+TEST_F(StoreTest, EntriesFoldedByACompactionAreNotReplayed) {
+  const std::string saved = (dir_ / "saved").string();
+  {
+    auto s = store::open_sqlite(path_);
+    head::State st;
+    st.recover(s->open());
+    accept_tasks(*s, st, 3);
+    // What a head killed mid-compaction leaves: the old journal file.
+    for (const char* suffix : {"", "-wal"}) {
+      if (fs::exists(path_ + ".journal" + suffix))
+        fs::copy_file(path_ + ".journal" + suffix, saved + suffix);
+    }
+    s->compact(st.compaction());
+  }
+  for (const char* suffix : {"", "-wal"}) {
+    fs::remove(path_ + ".journal" + suffix);
+    if (fs::exists(saved + suffix)) fs::copy_file(saved + suffix, path_ + ".journal" + suffix);
+  }
+  {
+    auto s = store::open_sqlite(path_);
+    auto l = s->open();
+    EXPECT_TRUE(l.journal.empty()) << "replaying the folded accepts would queue each task twice";
+    EXPECT_EQ(l.tasks.size(), 3u);
+    s->append("next");
+  }
+  auto l = store::open_sqlite(path_)->open();
+  ASSERT_EQ(l.journal.size(), 1u);
+  EXPECT_EQ(l.journal[0], "next");
+  head::State st;
+  l.journal.clear();
+  st.recover(std::move(l));
+  EXPECT_EQ(st.pools["p"].queue.size(), 3u);
+}
+
+// A store written before the journal had its own file (schema 2): its journal
+// rows are read, and the first compaction folds them.
+TEST_F(StoreTest, ASchemaTwoStoreIsReadAndUpgraded) {
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+    const char* sql =
+        "CREATE TABLE meta(key TEXT PRIMARY KEY, value INTEGER);"
+        "CREATE TABLE pools(name TEXT PRIMARY KEY, rec BLOB);"
+        "CREATE TABLE actors(id INTEGER PRIMARY KEY, rec BLOB);"
+        "CREATE TABLE clients(uuid TEXT PRIMARY KEY, rec BLOB);"
+        "CREATE TABLE tasks(id INTEGER PRIMARY KEY, rec BLOB);"
+        "CREATE TABLE journal(seq INTEGER PRIMARY KEY, events BLOB);"
+        "INSERT INTO meta VALUES('schema', 2), ('boot', 4);"
+        "INSERT INTO journal VALUES(1, 'old-1'), (2, 'old-2');";
+    ASSERT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), SQLITE_OK);
+    sqlite3_close(db);
+  }
+  {
+    auto s = store::open_sqlite(path_);
+    auto l = s->open();
+    EXPECT_EQ(l.boot, 5u);
+    EXPECT_EQ(l.journal, (std::vector<std::string>{"old-1", "old-2"}));
+    s->append("new-3");
+  }
+  {
+    auto s = store::open_sqlite(path_);
+    auto l = s->open();
+    EXPECT_EQ(l.journal, (std::vector<std::string>{"old-1", "old-2", "new-3"}));
+    s->compact(store::Compaction{});
+    s->append("new-4");
+  }
+  auto l = store::open_sqlite(path_)->open();
+  EXPECT_EQ(l.journal, std::vector<std::string>{"new-4"});
+}
+
+TEST_F(StoreTest, AStoreFromANewerHeadIsRefused) {
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(db,
+                           "CREATE TABLE meta(key TEXT PRIMARY KEY, value INTEGER);"
+                           "INSERT INTO meta VALUES('schema', 99);",
+                           nullptr, nullptr, nullptr),
+              SQLITE_OK);
+    sqlite3_close(db);
+  }
+  try {
+    store::open_sqlite(path_);
+    FAIL() << "a schema-99 store was opened";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("schema 99"), std::string::npos) << e.what();
+  }
 }
 
 TEST_F(StoreTest, SecondHeadOnTheSameStoreIsRefused) {

@@ -21,6 +21,7 @@ void add_head(CLI::App& app) {
   auto sync = std::make_shared<std::string>("process");
   auto hb = std::make_shared<int>(250), live = std::make_shared<int>(850);
   auto max_mib = std::make_shared<double>(64);
+  auto compact_mib = std::make_shared<double>(64);
   CLI::App* cmd = app.add_subcommand("head", "Run the head node (the cluster's truth)");
   cmd->add_option("--port", opt->port, "Port to listen on (0: pick a free one)")
       ->check(CLI::Range(0, 65535));
@@ -35,6 +36,9 @@ void add_head(CLI::App& app) {
       ->check(CLI::Range(50, 600000));
   cmd->add_option("--max-frame-mib", *max_mib, "Largest frame accepted")
       ->check(CLI::Range(0.001, 4096.0));
+  cmd->add_option("--compact-mib", *compact_mib,
+                  "Journal written between compactions into the store's tables")
+      ->check(CLI::Range(0.01, 65536.0));
   cmd->add_option("--port-file", opt->port_file, "Write the bound port to this file");
   cmd->add_option("--max-mailbox", opt->max_mailbox, "Calls one mailbox may hold waiting")
       ->check(CLI::Range(size_t{1}, size_t{1} << 40));
@@ -47,6 +51,7 @@ void add_head(CLI::App& app) {
     o.heartbeat = std::chrono::milliseconds(*hb);
     o.liveness = std::chrono::milliseconds(*live);
     o.max_frame = static_cast<size_t>(*max_mib * (1 << 20));
+    o.compact_bytes = static_cast<size_t>(*compact_mib * (1 << 20));
     {
     head::Head h(o);
     g_head = &h;
