@@ -61,7 +61,10 @@ while not any(l.startswith("n_n_actor_calls_async") for l in lines) and bench.po
             t0 = time.time()
             subprocess.run([spotlight, "status", "--address", "127.0.0.1:" + port],
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60)
-            slowest = max(slowest, time.time() - t0)
+            # A probe still waiting when the last phase ends may meet the
+            # cluster's stop: that one does not count.
+            if not any(l.startswith("n_n_actor_calls_async") for l in lines):
+                slowest = max(slowest, time.time() - t0)
             next_probe = time.time() + 0.2
     time.sleep(0.05)
 bench.wait()

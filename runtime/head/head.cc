@@ -851,24 +851,25 @@ void Head::flush(std::map<std::string, Outbox>& boxes) {
 }
 
 void Head::maybe_compact(bool force) {
-  if (!force && store_->journal_entries() < opt_.compact_every &&
-      store_->journal_bytes() < opt_.compact_bytes) {
+  if (!force && (store_->compacting() || (store_->journal_entries() < opt_.compact_every &&
+                                          store_->journal_bytes() < opt_.compact_bytes))) {
     return;
   }
-  if (store_->journal_entries() == 0 && !state_.dirty_meta && state_.dirty_tasks.empty() &&
-      state_.erased_tasks.empty()) {
-    return;
+  if (store_->journal_entries() > 0 || state_.dirty_meta || !state_.dirty_tasks.empty() ||
+      !state_.erased_tasks.empty()) {
+    const auto t0 = transport::Clock::now();
+    const size_t entries = store_->journal_entries(), bytes = store_->journal_bytes();
+    store_->compact(state_.compaction());
+    count("compactions");
+    // The head's own part: the snapshot and a new journal file; the store
+    // writes the tables on its own thread. Status shows the longest.
+    const uint64_t ms = static_cast<uint64_t>(transport::ms_since(t0));
+    auto& longest = counters_["compaction_ms_max"];
+    longest = std::max(longest, ms);
+    spdlog::debug("compaction of {} journal entries ({} bytes) started; the head paused {} ms",
+                  entries, bytes, ms);
   }
-  const auto t0 = transport::Clock::now();
-  const size_t entries = store_->journal_entries(), bytes = store_->journal_bytes();
-  store_->compact(state_.compaction());
-  count("compactions");
-  // The head serves nobody meanwhile: status shows the longest such pause.
-  const uint64_t ms = static_cast<uint64_t>(transport::ms_since(t0));
-  auto& longest = counters_["compaction_ms_max"];
-  longest = std::max(longest, ms);
-  spdlog::debug("store compacted: {} journal entries ({} bytes) folded in {} ms", entries, bytes,
-                ms);
+  if (force) store_->finish_compaction();  // a stopping head leaves the tables written
 }
 
 ClusterStatus Head::status() const {

@@ -95,8 +95,14 @@ class Store {
   virtual Loaded open() = 0;
   // Appends one journal entry and commits it.
   virtual void append(std::string_view entry) = 0;
-  // Replaces the journal by the tables, in one transaction.
-  virtual void compact(const Compaction& c) = 0;
+  // Folds everything appended so far into the tables: appends continue at
+  // once, in a new journal file, while a thread writes the tables (one
+  // transaction) and then drops the older files. Waits for a compaction still
+  // running first, and throws the error of one that failed.
+  virtual void compact(Compaction c) = 0;
+  virtual bool compacting() const = 0;
+  // Waits for the running compaction, if any; throws its error.
+  virtual void finish_compaction() = 0;
   virtual size_t journal_entries() const = 0;
   virtual size_t journal_bytes() const = 0;  // of the entries since the last compaction
   virtual std::string path() const = 0;

@@ -156,7 +156,23 @@ TEST_F(StoreTest, CompactionReplacesTheJournal) {
   EXPECT_EQ(st.pools["p"].queue.front(), 61u);
 }
 
-// Compaction drops the journal file: its size starts again from nothing.
+// The journal files beside the store (PATH.journal.N and their WALs).
+std::vector<fs::path> journal_files(const fs::path& dir) {
+  std::vector<fs::path> out;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    if (e.path().filename().string().rfind("head.db.journal.", 0) == 0) out.push_back(e.path());
+  }
+  return out;
+}
+
+uintmax_t bytes_of(const std::vector<fs::path>& files) {
+  uintmax_t n = 0;
+  for (const auto& f : files) n += fs::file_size(f);
+  return n;
+}
+
+// A compaction moves the journal to a new file and drops the old one once
+// the tables are written.
 TEST_F(StoreTest, CompactionStartsAnEmptyJournalFile) {
   auto s = store::open_sqlite(path_);
   head::State st;
@@ -164,18 +180,13 @@ TEST_F(StoreTest, CompactionStartsAnEmptyJournalFile) {
   const std::string big(64 << 10, 'j');
   for (int i = 0; i < 32; ++i) s->append(big);
   EXPECT_EQ(s->journal_bytes(), 32u * big.size());
-  auto on_disk = [&] {
-    uintmax_t n = 0;
-    for (const char* suffix : {"", "-wal"}) {
-      if (fs::exists(path_ + ".journal" + suffix)) n += fs::file_size(path_ + ".journal" + suffix);
-    }
-    return n;
-  };
-  EXPECT_GT(on_disk(), 32u * big.size());
+  EXPECT_GT(bytes_of(journal_files(dir_)), 32u * big.size());
   s->compact(st.compaction());
   EXPECT_EQ(s->journal_entries(), 0u);
   EXPECT_EQ(s->journal_bytes(), 0u);
-  EXPECT_LT(on_disk(), 64u << 10);
+  s->finish_compaction();
+  EXPECT_FALSE(s->compacting());
+  EXPECT_LT(bytes_of(journal_files(dir_)), 64u << 10);
   s->append("after");
   s.reset();
   auto l = store::open_sqlite(path_)->open();
@@ -183,27 +194,40 @@ TEST_F(StoreTest, CompactionStartsAnEmptyJournalFile) {
   EXPECT_EQ(l.journal[0], "after");
 }
 
-// A head that dies after a compaction's commit but before it dropped the
+// Appends go on while the tables are written, and a restart finds them.
+TEST_F(StoreTest, AppendsDuringACompactionAreKept) {
+  {
+    auto s = store::open_sqlite(path_);
+    head::State st;
+    st.recover(s->open());
+    accept_tasks(*s, st, 20000);  // tables big enough to take a while
+    s->compact(st.compaction());
+    for (int i = 0; i < 100; ++i) s->append("during-" + std::to_string(i));
+  }  // the store waits for its compaction as it closes
+  auto l = store::open_sqlite(path_)->open();
+  EXPECT_EQ(l.tasks.size(), 20000u);
+  ASSERT_EQ(l.journal.size(), 100u);
+  EXPECT_EQ(l.journal.front(), "during-0");
+  EXPECT_EQ(l.journal.back(), "during-99");
+}
+
+// A head that dies after a compaction's commit but before it dropped the old
 // journal file leaves entries that the tables already hold: a restart skips
 // them by number, and appends after them.
 TEST_F(StoreTest, EntriesFoldedByACompactionAreNotReplayed) {
-  const std::string saved = (dir_ / "saved").string();
+  const fs::path saved = dir_ / "saved";
+  fs::create_directories(saved);
   {
     auto s = store::open_sqlite(path_);
     head::State st;
     st.recover(s->open());
     accept_tasks(*s, st, 3);
     // What a head killed mid-compaction leaves: the old journal file.
-    for (const char* suffix : {"", "-wal"}) {
-      if (fs::exists(path_ + ".journal" + suffix))
-        fs::copy_file(path_ + ".journal" + suffix, saved + suffix);
-    }
+    for (const auto& f : journal_files(dir_)) fs::copy_file(f, saved / f.filename());
     s->compact(st.compaction());
   }
-  for (const char* suffix : {"", "-wal"}) {
-    fs::remove(path_ + ".journal" + suffix);
-    if (fs::exists(saved + suffix)) fs::copy_file(saved + suffix, path_ + ".journal" + suffix);
-  }
+  for (const auto& f : fs::directory_iterator(saved))
+    fs::copy_file(f.path(), dir_ / f.path().filename());
   {
     auto s = store::open_sqlite(path_);
     auto l = s->open();

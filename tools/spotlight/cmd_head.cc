@@ -28,7 +28,8 @@ void add_head(CLI::App& app) {
   cmd->add_option("--bind", opt->bind_host, "Address to listen on");
   cmd->add_option("--advertise", opt->advertise_host, "Host name printed in the join command");
   cmd->add_option("--store", opt->store_path,
-                  "SQLite store of mailboxes, leases and results (the journal goes beside it, in PATH.journal)");
+                  "SQLite store of mailboxes, leases and results (the journal goes beside it, in "
+                  "PATH.journal.N)");
   cmd->add_option("--sync", *sync,
                   "Durability: process (survives kill -9) or machine (fsync per commit)")
       ->check(CLI::IsMember({"process", "machine"}));
