@@ -27,9 +27,11 @@
 namespace spotlight::store {
 namespace {
 
-// 2: task checkpoints and attempt limits; 3: the journal in its own file (a
-// schema-2 store's journal rows are read once and folded by the first compaction).
-constexpr int kSchemaVersion = 3;
+// 2: task checkpoints and attempt limits; 3: the journal in one file of its
+// own, PATH.journal; 4: in numbered files, PATH.journal.N. Older layouts are
+// read (a schema-2 store's journal rows, a schema-3 PATH.journal as file 0)
+// and folded by the first compaction.
+constexpr int kSchemaVersion = 4;
 constexpr int kOldestReadable = 2;
 
 class Stmt {
@@ -231,16 +233,16 @@ class SqliteStore final : public Store {
     l.actors = read_records<ActorRecord>(db_, "SELECT rec FROM actors ORDER BY id");
     l.clients = read_records<ClientRecord>(db_, "SELECT rec FROM clients");
     l.tasks = read_records<TaskRecord>(db_, "SELECT rec FROM tasks");
-    // A schema-2 store's rows come first.
-    Stmt q(db_, "SELECT seq, events FROM journal ORDER BY seq");
+    // Entries below the base were folded into the tables by a compaction
+    // whose files outlived it. A schema-2 store's rows come first, then every
+    // journal file, oldest first.
+    const int64_t base = meta("journal_base", 0);
+    Stmt q(db_, "SELECT seq, events FROM journal WHERE seq >= ? ORDER BY seq");
+    q.bind(1, base);
     while (sqlite3_step(q.get()) == SQLITE_ROW) {
       next_seq_ = sqlite3_column_int64(q.get(), 0) + 1;
       l.journal.push_back(column_blob(q.get(), 1));
     }
-    old_rows_ = l.journal.size();
-    // Then every journal file, oldest first. Entries below the base were
-    // folded into the tables by a compaction whose files outlived it.
-    const int64_t base = meta("journal_base", 0);
     next_seq_ = std::max(next_seq_, base);
     old_gens_ = journal_generations();
     for (int64_t g : old_gens_) {
@@ -253,11 +255,17 @@ class SqliteStore final : public Store {
     // This boot appends to a file of its own; the next compaction drops the older ones.
     gen_ = old_gens_.empty() ? 1 : old_gens_.back() + 1;
     journal_ = std::make_unique<JournalFile>(journal_path(gen_), durability_);
+    // The tables are written only by compactions, off the head's thread, and
+    // the journal files they replace are deleted right after: their commit
+    // must reach the disk first, whatever the durability of the journal.
+    exec("PRAGMA synchronous=FULL");
     return l;
   }
 
   void append(std::string_view entry) override {
     if (!journal_) throw std::logic_error("store: append before open");
+    // A compaction that failed is reported on the next turn's commit.
+    if (compactor_.joinable() && !compacting_.load()) finish_compaction();
     journal_->append(next_seq_, entry);
     ++next_seq_;
     ++entries_;
@@ -268,19 +276,18 @@ class SqliteStore final : public Store {
     finish_compaction();  // one at a time
     // `c` holds everything journaled so far: later entries go to a new file,
     // and the tables are written beside the head's work, on a thread.
-    old_gens_.push_back(gen_);
+    auto next = std::make_unique<JournalFile>(journal_path(gen_ + 1), durability_);
     std::shared_ptr<JournalFile> last = std::move(journal_);
-    journal_ = std::make_unique<JournalFile>(journal_path(++gen_), durability_);
+    journal_ = std::move(next);
+    old_gens_.push_back(gen_++);
     folding_ = std::move(old_gens_);
     old_gens_.clear();
-    const bool old_rows = old_rows_ > 0;
-    old_rows_ = 0;
     entries_ = 0;
     bytes_ = 0;
     compacting_ = true;
-    compactor_ = std::thread([this, c = std::move(c), last, base = next_seq_, old_rows]() mutable {
+    compactor_ = std::thread([this, c = std::move(c), last, base = next_seq_]() mutable {
       try {
-        write_tables(c, base, old_rows);
+        write_tables(c, base);
         last.reset();
         // The tables hold everything now; a head that dies from here on skips
         // what is left of these files by the entries' numbers (journal_base).
@@ -299,14 +306,20 @@ class SqliteStore final : public Store {
 
   void finish_compaction() override {
     if (compactor_.joinable()) compactor_.join();
-    if (failed_) {
-      // Its files are still needed: the next compaction folds them again.
-      old_gens_.insert(old_gens_.begin(), folding_.begin(), folding_.end());
-      folding_.clear();
-      std::exception_ptr e = std::exchange(failed_, nullptr);
-      std::rethrow_exception(e);
+    if (failed_ && broken_.empty()) {
+      // The snapshot is gone (the head cleared what it had marked changed),
+      // so another compaction could not make up for it: this store takes no
+      // more writes, and a restarted head replays the files that are left.
+      try {
+        std::rethrow_exception(failed_);
+      } catch (const std::exception& e) {
+        broken_ = e.what();
+      } catch (...) {
+        broken_ = "unknown error";
+      }
     }
-    folding_.clear();
+    if (!broken_.empty())
+      throw std::runtime_error("store " + path_ + ": a compaction failed: " + broken_);
   }
 
   size_t journal_entries() const override { return entries_; }
@@ -315,7 +328,7 @@ class SqliteStore final : public Store {
 
  private:
   // On the compactor thread, the only user of db_ after open().
-  void write_tables(const Compaction& c, int64_t base, bool old_rows) {
+  void write_tables(const Compaction& c, int64_t base) {
     exec("BEGIN");
     try {
       Stmt pool(db_, "INSERT OR REPLACE INTO pools(name, rec) VALUES(?, ?)");
@@ -347,7 +360,7 @@ class SqliteStore final : public Store {
         erase.bind(1, static_cast<int64_t>(id));
         erase.run(db_);
       }
-      if (old_rows) exec("DELETE FROM journal");
+      exec("DELETE FROM journal");  // a schema-2 store's rows (none in a newer one)
       set_meta("journal_base", base);
     } catch (...) {
       exec("ROLLBACK");
@@ -356,24 +369,39 @@ class SqliteStore final : public Store {
     exec("COMMIT");
   }
 
-  std::string journal_path(int64_t gen) const { return path_ + ".journal." + std::to_string(gen); }
+  // File 0 is a schema-3 store's single journal file.
+  std::string journal_path(int64_t gen) const {
+    return gen == 0 ? path_ + ".journal" : path_ + ".journal." + std::to_string(gen);
+  }
 
-  // The numbers of the PATH.journal.N files there are, ascending.
+  // The numbers of the journal files there are, ascending.
   std::vector<int64_t> journal_generations() const {
     namespace fs = std::filesystem;
     const fs::path p(path_);
-    const std::string prefix = p.filename().string() + ".journal.";
+    const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
+    const std::string single = p.filename().string() + ".journal";
+    const std::string prefix = single + ".";
     std::vector<int64_t> gens;
     std::error_code ec;
-    for (const auto& e :
-         fs::directory_iterator(p.has_parent_path() ? p.parent_path() : fs::path("."), ec)) {
-      const std::string name = e.path().filename().string();
+    for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+      const std::string name = it->path().filename().string();
+      if (name == single) {
+        gens.push_back(0);
+        continue;
+      }
       if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0) continue;
       const std::string digits = name.substr(prefix.size());
-      if (digits.size() > 18 || !std::all_of(digits.begin(), digits.end(), ::isdigit))
-        continue;  // -wal, -shm
+      // Exactly what journal_path writes: no -wal or -shm, no leading zero.
+      if (digits.size() > 18 || digits[0] == '0' ||
+          !std::all_of(digits.begin(), digits.end(),
+                       [](unsigned char ch) { return std::isdigit(ch); })) {
+        continue;
+      }
       gens.push_back(std::stoll(digits));
     }
+    if (ec)
+      throw std::runtime_error("store: cannot list " + dir.string() +
+                               " for journal files: " + ec.message());
     std::sort(gens.begin(), gens.end());
     return gens;
   }
@@ -401,10 +429,10 @@ class SqliteStore final : public Store {
   std::thread compactor_;
   std::atomic<bool> compacting_{false};
   std::exception_ptr failed_;  // the last compaction's error, for finish_compaction
+  std::string broken_;         // set once a compaction failed: every write throws it
   int64_t next_seq_ = 1;
   size_t entries_ = 0;
   size_t bytes_ = 0;
-  size_t old_rows_ = 0;  // a schema-2 store's journal rows, until the first compaction
 };
 
 }  // namespace

@@ -98,10 +98,12 @@ class Store {
   // Folds everything appended so far into the tables: appends continue at
   // once, in a new journal file, while a thread writes the tables (one
   // transaction) and then drops the older files. Waits for a compaction still
-  // running first, and throws the error of one that failed.
+  // running first. A compaction that failed leaves the store refusing every
+  // write (append, compact, finish_compaction throw), since the head has
+  // let go of that snapshot; a restart replays what the files hold.
   virtual void compact(Compaction c) = 0;
   virtual bool compacting() const = 0;
-  // Waits for the running compaction, if any; throws its error.
+  // Waits for the running compaction, if any; throws if one failed.
   virtual void finish_compaction() = 0;
   virtual size_t journal_entries() const = 0;
   virtual size_t journal_bytes() const = 0;  // of the entries since the last compaction

@@ -26,6 +26,8 @@ class StoreTest : public ::testing::Test {
     path_ = (dir_ / "head.db").string();
   }
   void TearDown() override { fs::remove_all(dir_); }
+  // The store at path_, opened, with pool "p" of accept_tasks(.., 3) in it and in `st`.
+  std::unique_ptr<store::Store> open_with_three_tasks(head::State& st);
   fs::path dir_;
   std::string path_;
 };
@@ -202,6 +204,7 @@ TEST_F(StoreTest, AppendsDuringACompactionAreKept) {
     st.recover(s->open());
     accept_tasks(*s, st, 20000);  // tables big enough to take a while
     s->compact(st.compaction());
+    EXPECT_TRUE(s->compacting());  // 20,000 rows to write: the thread has barely begun
     for (int i = 0; i < 100; ++i) s->append("during-" + std::to_string(i));
   }  // the store waits for its compaction as it closes
   auto l = store::open_sqlite(path_)->open();
@@ -211,6 +214,24 @@ TEST_F(StoreTest, AppendsDuringACompactionAreKept) {
   EXPECT_EQ(l.journal.back(), "during-99");
 }
 
+std::unique_ptr<store::Store> StoreTest::open_with_three_tasks(head::State& st) {
+  auto s = store::open_sqlite(path_);
+  st.recover(s->open());
+  accept_tasks(*s, st, 3);
+  return s;
+}
+
+// `l` holds `entries` journal entries, the last one `tail` (not events); the
+// store as a whole rebuilds pool "p" of accept_tasks(.., 3).
+void expect_three_queued_then(store::Loaded l, size_t entries, const std::string& tail) {
+  ASSERT_EQ(l.journal.size(), entries);
+  EXPECT_EQ(l.journal.back(), tail);
+  l.journal.pop_back();
+  head::State st;
+  st.recover(std::move(l));
+  EXPECT_EQ(st.pools["p"].queue.size(), 3u);
+}
+
 // A head that dies after a compaction's commit but before it dropped the old
 // journal file leaves entries that the tables already hold: a restart skips
 // them by number, and appends after them.
@@ -218,10 +239,8 @@ TEST_F(StoreTest, EntriesFoldedByACompactionAreNotReplayed) {
   const fs::path saved = dir_ / "saved";
   fs::create_directories(saved);
   {
-    auto s = store::open_sqlite(path_);
     head::State st;
-    st.recover(s->open());
-    accept_tasks(*s, st, 3);
+    auto s = open_with_three_tasks(st);
     // What a head killed mid-compaction leaves: the old journal file.
     for (const auto& f : journal_files(dir_)) fs::copy_file(f, saved / f.filename());
     s->compact(st.compaction());
@@ -235,13 +254,66 @@ TEST_F(StoreTest, EntriesFoldedByACompactionAreNotReplayed) {
     EXPECT_EQ(l.tasks.size(), 3u);
     s->append("next");
   }
+  expect_three_queued_then(store::open_sqlite(path_)->open(), 1, "next");
+}
+
+// A head killed after the switch to a new journal file but before the tables
+// were committed: the restart replays the old file, then the new one.
+TEST_F(StoreTest, AHeadKilledBeforeTheTablesAreWrittenReplaysBothFiles) {
+  const fs::path before = dir_ / "before";
+  fs::create_directories(before);
+  {
+    head::State st;
+    open_with_three_tasks(st);
+  }
+  for (const auto& e : fs::directory_iterator(dir_)) {
+    if (e.is_regular_file()) fs::copy_file(e.path(), before / e.path().filename());
+  }
+  {
+    auto s = store::open_sqlite(path_);
+    head::State st;
+    st.recover(s->open());
+    s->compact(st.compaction());
+    s->finish_compaction();
+    s->append("after");
+  }
+  // The tables and the old journal file as they were before the compaction,
+  // the new journal file as the compaction left it.
+  for (const auto& e : fs::directory_iterator(before)) {
+    fs::copy_file(e.path(), dir_ / e.path().filename(), fs::copy_options::overwrite_existing);
+  }
   auto l = store::open_sqlite(path_)->open();
-  ASSERT_EQ(l.journal.size(), 1u);
-  EXPECT_EQ(l.journal[0], "next");
-  head::State st;
-  l.journal.clear();
-  st.recover(std::move(l));
-  EXPECT_EQ(st.pools["p"].queue.size(), 3u);
+  EXPECT_TRUE(l.tasks.empty());
+  expect_three_queued_then(std::move(l), 2, "after");
+}
+
+// A schema-3 store kept its journal in one file, PATH.journal: read as file 0.
+TEST_F(StoreTest, ASchemaThreeJournalFileIsRead) {
+  store::open_sqlite(path_)->open();
+  for (const auto& f : journal_files(dir_)) fs::remove(f);
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(
+      sqlite3_exec(db, "UPDATE meta SET value = 3 WHERE key = 'schema'", nullptr, nullptr, nullptr),
+      SQLITE_OK);
+  sqlite3_close(db);
+  ASSERT_EQ(sqlite3_open((path_ + ".journal").c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db,
+                         "CREATE TABLE journal(seq INTEGER PRIMARY KEY, events BLOB);"
+                         "INSERT INTO journal VALUES(1, 'three-1'), (2, 'three-2');",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(db);
+  {
+    auto s = store::open_sqlite(path_);
+    auto l = s->open();
+    EXPECT_EQ(l.journal, (std::vector<std::string>{"three-1", "three-2"}));
+    s->append("four-3");
+    s->compact(store::Compaction{});
+    s->finish_compaction();
+  }
+  EXPECT_FALSE(fs::exists(path_ + ".journal"));
+  EXPECT_TRUE(store::open_sqlite(path_)->open().journal.empty());
 }
 
 // A store written before the journal had its own file (schema 2): its journal
