@@ -16,7 +16,6 @@
 #include <atomic>
 #include <cctype>
 #include <cstdio>
-#include <exception>
 #include <filesystem>
 #include <stdexcept>
 #include <thread>
@@ -109,12 +108,15 @@ void set_modes(sqlite3* db, const std::string& path, Durability d) {
           d == Durability::kMachine ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL");
 }
 
+std::filesystem::path directory_of(const std::string& path) {
+  const std::filesystem::path p(path);
+  return p.has_parent_path() ? p.parent_path() : std::filesystem::path(".");
+}
+
 // The directory's own entry for a file just created reaches the disk only
 // with an fsync of the directory.
 void sync_directory_of(const std::string& path) {
-  const auto slash = path.find_last_of('/');
-  const std::string dir =
-      slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
+  const std::string dir = directory_of(path).string();
   const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
   if (fd < 0) throw std::runtime_error("store: cannot open directory " + dir + " to sync it");
   const int rc = ::fsync(fd);
@@ -277,7 +279,7 @@ class SqliteStore final : public Store {
     // `c` holds everything journaled so far: later entries go to a new file,
     // and the tables are written beside the head's work, on a thread.
     auto next = std::make_unique<JournalFile>(journal_path(gen_ + 1), durability_);
-    std::shared_ptr<JournalFile> last = std::move(journal_);
+    std::unique_ptr<JournalFile> last = std::move(journal_);
     journal_ = std::move(next);
     old_gens_.push_back(gen_++);
     folding_ = std::move(old_gens_);
@@ -285,39 +287,33 @@ class SqliteStore final : public Store {
     entries_ = 0;
     bytes_ = 0;
     compacting_ = true;
-    compactor_ = std::thread([this, c = std::move(c), last, base = next_seq_]() mutable {
-      try {
-        write_tables(c, base);
-        last.reset();
-        // The tables hold everything now; a head that dies from here on skips
-        // what is left of these files by the entries' numbers (journal_base).
-        for (int64_t g : folding_) {
-          for (const char* suffix : {"-wal", "-shm", ""})
-            std::remove((journal_path(g) + suffix).c_str());
-        }
-      } catch (...) {
-        failed_ = std::current_exception();
-      }
-      compacting_ = false;
-    });
+    compactor_ =
+        std::thread([this, c = std::move(c), last = std::move(last), base = next_seq_]() mutable {
+          try {
+            write_tables(c, base);
+            last.reset();
+            // The tables hold everything now; a head that dies from here on skips
+            // what is left of these files by the entries' numbers (journal_base).
+            for (int64_t g : folding_) {
+              for (const char* suffix : {"-wal", "-shm", ""})
+                std::remove((journal_path(g) + suffix).c_str());
+            }
+          } catch (const std::exception& e) {
+            broken_ = e.what();
+          } catch (...) {
+            broken_ = "unknown error";
+          }
+          compacting_ = false;
+        });
   }
 
   bool compacting() const override { return compacting_.load(); }
 
   void finish_compaction() override {
     if (compactor_.joinable()) compactor_.join();
-    if (failed_ && broken_.empty()) {
-      // The snapshot is gone (the head cleared what it had marked changed),
-      // so another compaction could not make up for it: this store takes no
-      // more writes, and a restarted head replays the files that are left.
-      try {
-        std::rethrow_exception(failed_);
-      } catch (const std::exception& e) {
-        broken_ = e.what();
-      } catch (...) {
-        broken_ = "unknown error";
-      }
-    }
+    // The snapshot of a failed compaction is gone (the head cleared what it
+    // had marked changed), so another one could not make up for it: this
+    // store takes no more writes, and a restarted head replays the files left.
     if (!broken_.empty())
       throw std::runtime_error("store " + path_ + ": a compaction failed: " + broken_);
   }
@@ -377,9 +373,8 @@ class SqliteStore final : public Store {
   // The numbers of the journal files there are, ascending.
   std::vector<int64_t> journal_generations() const {
     namespace fs = std::filesystem;
-    const fs::path p(path_);
-    const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
-    const std::string single = p.filename().string() + ".journal";
+    const fs::path dir = directory_of(path_);
+    const std::string single = fs::path(path_).filename().string() + ".journal";
     const std::string prefix = single + ".";
     std::vector<int64_t> gens;
     std::error_code ec;
@@ -428,8 +423,9 @@ class SqliteStore final : public Store {
   std::vector<int64_t> folding_;   // those the running compaction folds
   std::thread compactor_;
   std::atomic<bool> compacting_{false};
-  std::exception_ptr failed_;  // the last compaction's error, for finish_compaction
-  std::string broken_;         // set once a compaction failed: every write throws it
+  // Set by the compactor thread when it fails (read after joining it): every
+  // write throws it from then on.
+  std::string broken_;
   int64_t next_seq_ = 1;
   size_t entries_ = 0;
   size_t bytes_ = 0;
