@@ -85,14 +85,19 @@ TEST(Durability, KillNineAfterCompactionsLosesNothing) {
   LocalCluster cluster(o);
   auto rt = cluster.connect();
   auto w = rt.spawn<Worker>("compacting");
-  // About 2 MiB of results through the journal.
-  std::vector<Future<std::string>> blobs;
-  for (int i = 0; i < 1000; ++i) blobs.push_back(w.call(&Worker::blob, int64_t{2048}));
-  for (auto& f : blobs) ASSERT_EQ(f.get(std::chrono::seconds(60)).size(), 2048u);
-  ASSERT_TRUE(wait_for_status(cluster.address(), [](const ClusterStatus& s) {
-    auto it = s.counters.find("compactions");
-    return it != s.counters.end() && it->second >= 4;
-  }));
+  // Results of 512 KiB at a time go through the journal until the head has
+  // compacted four times. A compaction that is still writing its tables when
+  // the next 0.25 MiB arrive is not doubled, so how many a given volume
+  // brings depends on the machine's speed: count them, do not assume them.
+  auto compactions = [&] {
+    return testing::counter(cluster_status(cluster.address()), "compactions");
+  };
+  for (int round = 0; round < 64 && compactions() < 4; ++round) {
+    std::vector<Future<std::string>> blobs;
+    for (int i = 0; i < 256; ++i) blobs.push_back(w.call(&Worker::blob, int64_t{2048}));
+    for (auto& f : blobs) ASSERT_EQ(f.get(std::chrono::seconds(60)).size(), 2048u);
+  }
+  ASSERT_GE(compactions(), 4u);
   // No spot node yet: these calls wait.
   auto rec = rt.spawn<Recorder>("parked", on_market("spot"));
   kill_while_queued_then_finish(cluster, rec, "parked", 500, "spot");
