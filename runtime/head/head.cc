@@ -851,8 +851,12 @@ void Head::flush(std::map<std::string, Outbox>& boxes) {
 }
 
 void Head::maybe_compact(bool force) {
-  if (!force && (store_->compacting() || (store_->journal_entries() < opt_.compact_every &&
-                                          store_->journal_bytes() < opt_.compact_bytes))) {
+  if (!force && store_->compacting()) return;
+  // Reaps the last compaction's thread; throws if it failed, which stops the
+  // head now rather than at its next commit (the store takes no more).
+  store_->finish_compaction();
+  if (!force && store_->journal_entries() < opt_.compact_every &&
+      store_->journal_bytes() < opt_.compact_bytes) {
     return;
   }
   if (store_->journal_entries() > 0 || state_.dirty_meta || !state_.dirty_tasks.empty() ||

@@ -266,8 +266,10 @@ class SqliteStore final : public Store {
 
   void append(std::string_view entry) override {
     if (!journal_) throw std::logic_error("store: append before open");
-    // A compaction that failed is reported on the next turn's commit.
-    if (compactor_.joinable() && !compacting_.load()) finish_compaction();
+    // A compaction that failed is reported on the next turn's commit, and
+    // on every one after it.
+    if (compactor_.joinable() && !compacting_.load()) compactor_.join();
+    if (!compactor_.joinable()) throw_if_broken();  // broken_ is the thread's until joined
     journal_->append(next_seq_, entry);
     ++next_seq_;
     ++entries_;
@@ -311,11 +313,7 @@ class SqliteStore final : public Store {
 
   void finish_compaction() override {
     if (compactor_.joinable()) compactor_.join();
-    // The snapshot of a failed compaction is gone (the head cleared what it
-    // had marked changed), so another one could not make up for it: this
-    // store takes no more writes, and a restarted head replays the files left.
-    if (!broken_.empty())
-      throw std::runtime_error("store " + path_ + ": a compaction failed: " + broken_);
+    throw_if_broken();
   }
 
   size_t journal_entries() const override { return entries_; }
@@ -323,6 +321,14 @@ class SqliteStore final : public Store {
   std::string path() const override { return path_; }
 
  private:
+  // The snapshot of a failed compaction is gone (the head cleared what it
+  // had marked changed), so another one could not make up for it: this
+  // store takes no more writes, and a restarted head replays the files left.
+  void throw_if_broken() const {
+    if (!broken_.empty())
+      throw std::runtime_error("store " + path_ + ": a compaction failed: " + broken_);
+  }
+
   // On the compactor thread, the only user of db_ after open().
   void write_tables(const Compaction& c, int64_t base) {
     exec("BEGIN");

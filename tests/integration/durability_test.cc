@@ -2,7 +2,14 @@
 // no node attached, kill -9 of the head, a restart on the same store, nodes
 // attached: all complete, none twice.
 #include <gtest/gtest.h>
+#include <sqlite3.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <filesystem>
+#include <fstream>
+
+#include "common/process.h"
 #include "support/cluster.h"
 #include "support/test_actors.h"
 
@@ -14,6 +21,22 @@ using testing::find_pool;
 using testing::wait_for_status;
 using testing_actors::Recorder;
 using testing_actors::Worker;
+
+// Two nodes of `market` join; each of `fs` (call i recorded i) completes,
+// and no call ran twice.
+void finish_on_new_nodes(LocalCluster& cluster, ActorHandle<Recorder>& rec,
+                         std::vector<Future<int64_t>>& fs, const std::string& market) {
+  const int n = static_cast<int>(fs.size());
+  cluster.add_node(2, market);
+  cluster.add_node(2, market);
+  for (int i = 0; i < n; ++i) EXPECT_EQ(fs[i].get(std::chrono::seconds(60)), i);
+  Recorder::Stats stats = rec.call(&Recorder::stats).get();
+  EXPECT_EQ(stats.executions, n) << "no call ran twice";
+  EXPECT_EQ(stats.distinct, n);
+  // The client received every result and acknowledged it: nothing stays live.
+  EXPECT_TRUE(
+      wait_for_status(cluster.address(), [](const ClusterStatus& s) { return s.tasks_live == 0; }));
+}
 
 // Submits `n` calls to `rec` (pool `pool`) that no node can run yet, kills the
 // head with SIGKILL and restarts it on its store, which must hold them all;
@@ -38,16 +61,7 @@ void kill_while_queued_then_finish(LocalCluster& cluster, ActorHandle<Recorder>&
   EXPECT_EQ(p->queued, static_cast<uint64_t>(n));
   EXPECT_EQ(after.tasks_live, static_cast<uint64_t>(n));
 
-  cluster.add_node(2, market);
-  cluster.add_node(2, market);
-  for (int i = 0; i < n; ++i) EXPECT_EQ(fs[i].get(std::chrono::seconds(60)), i);
-  Recorder::Stats stats = rec.call(&Recorder::stats).get();
-  EXPECT_EQ(stats.executions, n) << "no call ran twice";
-  EXPECT_EQ(stats.distinct, n);
-  // The client received every result and acknowledged it: nothing stays live.
-  EXPECT_TRUE(wait_for_status(cluster.address(), [](const ClusterStatus& s) {
-    return s.tasks_live == 0;
-  }));
+  finish_on_new_nodes(cluster, rec, fs, market);
 }
 
 TEST(Durability, KillNineOfTheHeadLosesNothing) {
@@ -101,6 +115,53 @@ TEST(Durability, KillNineAfterCompactionsLosesNothing) {
   // No spot node yet: these calls wait.
   auto rec = rt.spawn<Recorder>("parked", on_market("spot"));
   kill_while_queued_then_finish(cluster, rec, "parked", 500, "spot");
+}
+
+// A compaction that cannot write the store's tables (here a trigger makes
+// SQLite refuse them) stops the head with the reason: it cannot take that
+// snapshot again. Nothing it accepted is lost: a head restarted on the
+// mended store replays the journal files the compaction left, and every call
+// completes once.
+TEST(Durability, AHeadWhoseCompactionFailsStopsAndARestartLosesNothing) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                                    ("spotlight-failed-compaction-" + std::to_string(getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "head.db").string();
+  auto exec = [&](const char* sql) {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+    EXPECT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
+    sqlite3_close(db);
+  };
+  exec(
+      "CREATE TABLE tasks(id INTEGER PRIMARY KEY, rec BLOB);"
+      "CREATE TRIGGER fail BEFORE INSERT ON tasks BEGIN SELECT RAISE(ABORT, 'injected fault'); "
+      "END");
+
+  ClusterOptions o = cluster_options(0);
+  o.store = path;
+  o.head_args = {"--compact-mib", "0.01"};
+  LocalCluster cluster(o);
+  auto rt = cluster.connect();
+  auto rec = rt.spawn<Recorder>("doomed", on_market("spot"));
+  std::vector<Future<int64_t>> calls;
+  for (int i = 0; i < 500; ++i) calls.push_back(rec.call(&Recorder::record, int64_t{i}));
+  // About 25 KiB of accepted calls: the first compaction that writes a task fails.
+  const int status = common::wait_exit(cluster.head_pid(), std::chrono::seconds(30));
+  ASSERT_TRUE(status > 0 && WIFEXITED(status)) << "the head did not stop: " << status;
+  EXPECT_EQ(WEXITSTATUS(status), 1);
+  std::ifstream log(std::filesystem::path(cluster.log_dir()) / "head.log");
+  const std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+  const size_t reason = text.find("a compaction failed: ");
+  ASSERT_NE(reason, std::string::npos) << text;
+  EXPECT_NE(text.find("injected fault", reason), std::string::npos) << text;
+
+  exec("DROP TRIGGER fail");
+  cluster.start_head();
+  finish_on_new_nodes(cluster, rec, calls, "spot");
+  cluster.stop();
+  std::filesystem::remove_all(dir);
 }
 
 // A client acknowledges results lazily (with its next calls, or within a few

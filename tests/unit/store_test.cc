@@ -285,6 +285,49 @@ TEST_F(StoreTest, AHeadKilledBeforeTheTablesAreWrittenReplaysBothFiles) {
   expect_three_queued_then(std::move(l), 2, "after");
 }
 
+// Runs `sql` on the store's tables file while no store has it open.
+void exec_on_tables(const std::string& path, const char* sql) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  char* err = nullptr;
+  const int rc = sqlite3_exec(db, sql, nullptr, nullptr, &err);
+  const std::string msg = err ? err : "";
+  sqlite3_free(err);
+  sqlite3_close(db);
+  ASSERT_EQ(rc, SQLITE_OK) << msg;
+}
+
+// A compaction whose tables cannot be written (a trigger makes SQLite refuse
+// them: a real failure, no hook in the store) leaves the store refusing
+// writes, with the reason, since the head has let go of that snapshot. The
+// journal files stay, so a restart on the mended file loses nothing: neither
+// the entries the compaction was folding nor those appended beside it.
+TEST_F(StoreTest, AFailedCompactionStopsWritesAndLosesNothing) {
+  store::open_sqlite(path_)->open();  // creates the tables
+  exec_on_tables(path_,
+                 "CREATE TRIGGER fail BEFORE INSERT ON tasks "
+                 "BEGIN SELECT RAISE(ABORT, 'injected fault'); END");
+  {
+    head::State st;
+    auto s = open_with_three_tasks(st);
+    s->compact(st.compaction());
+    s->append("beside");  // accepted while the thread may still be writing
+    try {
+      s->finish_compaction();
+      FAIL() << "the compaction should have failed";
+    } catch (const std::runtime_error& e) {
+      EXPECT_NE(std::string(e.what()).find("injected fault"), std::string::npos) << e.what();
+    }
+    EXPECT_THROW(s->append("refused"), std::runtime_error);
+    EXPECT_THROW(s->compact(st.compaction()), std::runtime_error);
+    EXPECT_FALSE(s->compacting());
+  }
+  exec_on_tables(path_, "DROP TRIGGER fail");
+  auto l = store::open_sqlite(path_)->open();
+  EXPECT_TRUE(l.tasks.empty()) << "the failed transaction was rolled back";
+  expect_three_queued_then(std::move(l), 2, "beside");
+}
+
 // A schema-3 store kept its journal in one file, PATH.journal: read as file 0.
 TEST_F(StoreTest, ASchemaThreeJournalFileIsRead) {
   store::open_sqlite(path_)->open();
