@@ -102,6 +102,11 @@ void Head::turn() {
     store_->append(journal_.bytes());
     journal_.clear();
   }
+  for (const std::string& id : done_pending_) {
+    auto it = state_.nodes.find(id);
+    if (it != state_.nodes.end()) it->second.done_committed = it->second.done_seen;
+  }
+  done_pending_.clear();
   announce_accepted();
   flush(to_callers_);
   maybe_compact(false);
@@ -441,6 +446,10 @@ void Head::on_placed(Node& n, const wire::Placed& p) {
 }
 
 void Head::on_done(Node& n, wire::Done& d) {
+  if (d.seq > n.done_seen) {
+    if (n.done_seen == n.done_committed) done_pending_.push_back(n.id);
+    n.done_seen = d.seq;
+  }
   std::vector<Task*> handed_back;
   std::vector<std::pair<Pool*, uint64_t>> broken;  // SP groups whose task was handed back
   for (auto& c : d.done) {
@@ -735,6 +744,7 @@ Task* Head::lease(Pool& pool, Actor& a, Node& n, const SpGroupState* group) {
   n.leased += 1;
   auto send = [&](uint64_t actor, const Node& to, SpGroup g) {
     Outbox& box = to_nodes_[to.peer];
+    box.tasks.done_acked = to.done_committed;
     box.tasks.tasks.push_back(wire::Task{id, actor, e.epoch, t.method, t.args, t.attempts, t.has_checkpoint,
                                          t.checkpoint, std::move(g)});
     box.batch_bytes += t.args.data.size() + t.method.size() + 32;
@@ -830,7 +840,11 @@ bool Head::check_liveness() {
 
 void Head::send_heartbeats() {
   std::string hb = wire::encode(wire::Heartbeat{boot_});
-  for (const auto& [peer, _] : state_.node_by_peer) to_nodes_[peer].frames.push_back(hb);
+  for (const auto& [peer, id] : state_.node_by_peer) {
+    auto it = state_.nodes.find(id);
+    const uint64_t acked = it == state_.nodes.end() ? 0 : it->second.done_committed;
+    to_nodes_[peer].frames.push_back(acked ? wire::encode(wire::Heartbeat{boot_, acked}) : hb);
+  }
   for (const auto& [peer, _] : client_by_peer_) to_nodes_[peer].frames.push_back(hb);
 }
 

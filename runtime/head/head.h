@@ -148,6 +148,7 @@ class Head {
   uint64_t boot_ = 0;
   State state_;
   Journal journal_;
+  std::vector<std::string> done_pending_;     // nodes whose done_seen this turn's commit covers
   std::map<std::string, Outbox> to_nodes_;    // may leave before the commit: no acknowledgement
   // The rendezvous KV (not journaled) and the gets waiting for a key (or an object).
   struct KvWaiter {

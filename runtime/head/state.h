@@ -155,6 +155,9 @@ struct Node {
   // A probe the node has not answered yet (its request id): after an SP group
   // broke, its actors join a new group only once their node proved alive.
   uint64_t probe = 0;
+  // The highest Done seq taken in, and the highest whose turn is committed:
+  // frames to the node carry the latter, and the node forgets those results.
+  uint64_t done_seen = 0, done_committed = 0;
 };
 
 struct Client {

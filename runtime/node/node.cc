@@ -65,6 +65,9 @@ void Node::say_hello() {
     host->held(h.held);
   }
   out_.held(h.held);
+  for (const auto& [seq, done] : unacked_) {
+    for (const auto& c : done) h.held.push_back(c.id);
+  }
   send(wire::encode(h));
   last_hello_ = transport::Clock::now();
 }
@@ -156,11 +159,14 @@ void Node::handle(zmq::message_t& m) {
                                   std::chrono::milliseconds(3000));
         spdlog::info("node {} welcomed by head (boot {})", opt_.node_id, boot_);
         objects_->announce_all();  // this welcome may come from a head that never heard of them
+        resend_unacked();
         break;
       }
       case MsgType::kHeartbeat: {
         auto hb = env.body<wire::Heartbeat>();
         if (welcomed_ && hb.boot != boot_) reset_session("the head restarted");
+        else if (welcomed_)
+          forget_acked(hb.done_acked);
         break;
       }
       case MsgType::kProbe:  // the head checks this node is alive before it re-forms an SP group
@@ -172,6 +178,7 @@ void Node::handle(zmq::message_t& m) {
       case MsgType::kTasks:
         if (welcomed_) {
           auto tasks = env.body<wire::Tasks>();
+          forget_acked(tasks.done_acked);
           on_tasks(tasks);
         }
         break;
@@ -278,12 +285,34 @@ void Node::send_outgoing() {
     bytes += c.payload.data.size() + 64;
     batch.done.push_back(std::move(c));
     if (bytes >= target) {
-      send(wire::encode(batch));
-      batch.done.clear();
+      send_done(batch);
       bytes = 0;
     }
   }
-  if (!batch.done.empty()) send(wire::encode(batch));
+  if (!batch.done.empty()) send_done(batch);
+}
+
+void Node::send_done(wire::Done& batch) {
+  batch.seq = ++done_seq_;
+  send(wire::encode(batch));
+  unacked_.emplace_back(batch.seq, std::move(batch.done));
+  batch.done.clear();
+}
+
+void Node::forget_acked(uint64_t seq) {
+  while (!unacked_.empty() && unacked_.front().first <= seq) unacked_.pop_front();
+}
+
+void Node::resend_unacked() {
+  // Sent again under new numbers; the head takes each result once (a result
+  // it had committed is stale to it, its task no longer leased).
+  for (auto& [seq, done] : unacked_) {
+    for (auto& c : done) out_.done(std::move(c));
+  }
+  if (!unacked_.empty())
+    spdlog::info("node {}: {} result frames the head may not have committed: sent again",
+                 opt_.node_id, unacked_.size());
+  unacked_.clear();
 }
 
 }  // namespace spotlight::node

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -58,6 +59,11 @@ class Node {
   void on_tasks(wire::Tasks& t);
   void send_outgoing();
   void send(const std::string& frame);
+  // The head committed our Done frames up to `seq`: their results are safe.
+  void forget_acked(uint64_t seq);
+  void send_done(wire::Done& batch);  // numbers it, sends it, keeps its results until acknowledged
+  // A head welcomed this node anew: results it may not have are sent again.
+  void resend_unacked();
   // Stops taking work, hands back what has not started, lets running tasks
   // yield; the node leaves once idle, or at the deadline.
   void begin_drain(std::chrono::milliseconds deadline, bool tell_head);
@@ -74,6 +80,11 @@ class Node {
   std::map<uint64_t, std::unique_ptr<ActorHost>> hosts_;
   bool welcomed_ = false;
   uint64_t boot_ = 0;
+  // Done frames sent and not yet acknowledged as committed, oldest first
+  // (under io_mu_): a head that dies before its commit loses them, and the
+  // next one gets them again instead of running their tasks again.
+  std::deque<std::pair<uint64_t, std::vector<wire::Completion>>> unacked_;
+  uint64_t done_seq_ = 0;
   uint64_t max_frame_ = transport::kDefaultMaxFrame;  // the head's limit, from Welcome
   uint32_t session_;  // random start: a restarted node with the same id is a new session
   std::chrono::milliseconds head_liveness_{3000};

@@ -13,7 +13,9 @@
 
 namespace spotlight::wire {
 
-inline constexpr uint16_t kProtocolVersion = 2;  // 2: SP groups (Task.group, CreatePool.sp_degree, Probe), objects
+inline constexpr uint16_t kProtocolVersion =
+    3;  // 2: SP groups (Task.group, CreatePool.sp_degree, Probe), objects;
+        // 3: results acknowledged to nodes (Done.seq, done_acked)
 
 enum class MsgType : uint16_t {
   kError = 1,
@@ -112,7 +114,8 @@ struct Welcome {
 
 struct Heartbeat {
   uint64_t boot = 0;
-  MSGPACK_DEFINE(boot)
+  uint64_t done_acked = 0;  // head -> node: as in Tasks
+  MSGPACK_DEFINE(boot, done_acked)
 };
 
 struct CreatePool {
@@ -202,7 +205,11 @@ struct Task {
 };
 struct Tasks {
   std::vector<Task> tasks;
-  MSGPACK_DEFINE(tasks)
+  // The node's Done frames up to this seq are committed: it may forget them.
+  // Until then it keeps their results, and sends them again to a head that
+  // welcomes it after a restart (the old one may have died before its commit).
+  uint64_t done_acked = 0;
+  MSGPACK_DEFINE(tasks, done_acked)
 };
 
 struct Completion {
@@ -219,7 +226,8 @@ struct Completion {
 };
 struct Done {
   std::vector<Completion> done;
-  MSGPACK_DEFINE(done)
+  uint64_t seq = 0;  // grows with each Done frame of a node, across sessions
+  MSGPACK_DEFINE(done, seq)
 };
 
 // In-flight state of a running task (TaskContext::commit), node -> head.

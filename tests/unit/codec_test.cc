@@ -30,7 +30,7 @@ TEST(Codec, EveryMessageTypeRoundTrips) {
   round_trip(ObjectChunk{true, 8 << 20, 3 << 20});
   round_trip(HelloClient{"client-abc", {1, 2}});
   round_trip(Welcome{7, 3, 250, 1000, 64u << 20, {4}});
-  round_trip(Heartbeat{9});
+  round_trip(Heartbeat{9, 41});
   round_trip(CreatePool{"squares", "Square", "any", 4, 2, 16, 2});
   round_trip(PoolCreated{"squares", false, "exists with another type"});
   round_trip(Calls{{Call{(3ull << 40) | 1, "counter", "add", Blob{pack(std::make_tuple(5))}, 0},
@@ -41,12 +41,21 @@ TEST(Codec, EveryMessageTypeRoundTrips) {
   round_trip(AckResults{{1, 2}});
   round_trip(Place{5, "squares", "Square", 2, 16, true, Blob{"saved"}});
   round_trip(Placed{5, 2, false, "type not loaded"});
-  round_trip(Tasks{{Task{1, 5, 77, "add", Blob{pack(std::make_tuple(1))}, 2, true, Blob{"step 3"}, {}},
-                    Task{2, 6, 78, "step", Blob{pack(std::make_tuple(2))}, 1, false, {},
-                         SpGroup{"explorers/sp3", (4ull << 32) + 9, 1, 2, {5, 6}}}}});
+  round_trip(
+      Tasks{{Task{1, 5, 77, "add", Blob{pack(std::make_tuple(1))}, 2, true, Blob{"step 3"}, {}},
+             Task{2,
+                  6,
+                  78,
+                  "step",
+                  Blob{pack(std::make_tuple(2))},
+                  1,
+                  false,
+                  {},
+                  SpGroup{"explorers/sp3", (4ull << 32) + 9, 1, 2, {5, 6}}}},
+            12});
   round_trip(Commits{{Commit{1, 5, 77, Blob{"step 4"}}}});
   round_trip(Drain{"node-1", 30000});
-  round_trip(Done{{Completion{1, 5, 77, true, 0, "", Blob{pack(1)}, true, Blob{"state"}}}});
+  round_trip(Done{{Completion{1, 5, 77, true, 0, "", Blob{pack(1)}, true, Blob{"state"}}}, 13});
   ClusterStatus st;
   st.boot = 3;
   st.nodes.push_back(NodeStatus{"n", "h", "spot", "alive", 2, 1, 99, 12, 4, -1, -1, -1, "10.0.0.2:4100"});
