@@ -104,7 +104,13 @@ void Head::turn() {
   }
   for (const std::string& id : done_pending_) {
     auto it = state_.nodes.find(id);
-    if (it != state_.nodes.end()) it->second.done_committed = it->second.done_seen;
+    if (it == state_.nodes.end()) continue;
+    Node& n = it->second;
+    n.done_committed = n.done_seen;
+    // A draining node waits for this before it leaves: tell it now, not at
+    // the next heartbeat.
+    if (n.draining && n.alive)
+      to_callers_[n.peer].frames.push_back(wire::encode(wire::Heartbeat{boot_, n.done_committed}));
   }
   done_pending_.clear();
   announce_accepted();

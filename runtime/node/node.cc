@@ -122,7 +122,9 @@ void Node::run() {
       if (now > drain_deadline_) {
         // The machine is about to disappear: whatever still runs is lost, and
         // resumes elsewhere from its last commit.
-        spdlog::warn("node {}: drain deadline reached with tasks running; exiting", opt_.node_id);
+        spdlog::warn(
+            "node {}: drain deadline reached with tasks running or results unacknowledged; exiting",
+            opt_.node_id);
         std::_Exit(0);
       }
     }
@@ -239,7 +241,9 @@ bool Node::drained() {
   for (auto& [id, host] : hosts_) {
     if (!host->idle()) return false;
   }
-  return out_.empty();
+  // Results leave with the node only once the head has committed them (it
+  // acknowledges a draining node's results right after its commit).
+  return out_.empty() && unacked_.empty();
 }
 
 void Node::on_tasks(wire::Tasks& t) {
@@ -274,6 +278,14 @@ void Node::send_outgoing() {
   wire::Done batch;
   size_t bytes = 0;
   for (auto& c : done) {
+    if (c.has_actor_state && c.payload.data.size() + c.actor_state.data.size() + 256 > max_frame_) {
+      spdlog::warn(
+          "node {}: actor {}'s saved state ({} bytes) does not fit in a frame with the result "
+          "of task {} (limit {}): not kept",
+          opt_.node_id, c.actor_id, c.actor_state.data.size(), c.id, max_frame_);
+      c.has_actor_state = false;
+      c.actor_state.data.clear();
+    }
     if (c.payload.data.size() + 256 > max_frame_) {
       c.ok = false;
       c.kind = static_cast<int32_t>(ErrorKind::kRejected);
@@ -282,12 +294,16 @@ void Node::send_outgoing() {
                        " bytes, over the head's frame limit of " + std::to_string(max_frame_) +
                        " (pass large data through the object store)";
     }
-    bytes += c.payload.data.size() + 64;
-    batch.done.push_back(std::move(c));
-    if (bytes >= target) {
+    // A frame the head refused would be acknowledged with the next one, and
+    // its results forgotten: no frame may grow past the limit.
+    const size_t size =
+        c.payload.data.size() + c.actor_state.data.size() + c.error_type.size() + 64;
+    if (!batch.done.empty() && bytes + size > target) {
       send_done(batch);
       bytes = 0;
     }
+    bytes += size;
+    batch.done.push_back(std::move(c));
   }
   if (!batch.done.empty()) send_done(batch);
 }

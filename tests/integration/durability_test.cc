@@ -8,6 +8,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <set>
+#include <thread>
 
 #include "common/process.h"
 #include "support/cluster.h"
@@ -19,6 +21,7 @@ namespace {
 using testing::cluster_options;
 using testing::find_pool;
 using testing::wait_for_status;
+using testing_actors::Gate;
 using testing_actors::Recorder;
 using testing_actors::Worker;
 
@@ -160,6 +163,51 @@ TEST(Durability, AHeadWhoseCompactionFailsStopsAndARestartLosesNothing) {
   exec("DROP TRIGGER fail");
   cluster.start_head();
   finish_on_new_nodes(cluster, rec, calls, "spot");
+  cluster.stop();
+  std::filesystem::remove_all(dir);
+}
+
+// Lines of DIR/runs (one per run of a Gate task).
+std::vector<std::string> runs_in(const std::string& dir) {
+  std::ifstream in(dir + "/runs");
+  std::vector<std::string> lines;
+  for (std::string l; std::getline(in, l);) lines.push_back(l);
+  return lines;
+}
+
+// Tasks that finish while the head is stopped send their results into its
+// socket; the head is then killed, so it never took them in. Their node kept
+// them (no head acknowledged them) and sends them again to the restarted
+// head: every call completes, and none ran twice.
+TEST(Durability, ResultsSentToADyingHeadAreNotLostNorRunAgain) {
+  const std::string dir =
+      (std::filesystem::temp_directory_path() / ("spotlight-gates-" + std::to_string(getpid())))
+          .string();
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  LocalCluster cluster(cluster_options(1, 4));
+  auto rt = cluster.connect();
+  auto gates = rt.pool<Gate>("gates", on_market("any").members(4));
+  std::vector<Future<int64_t>> calls;
+  for (int i = 0; i < 4; ++i) calls.push_back(gates.call(&Gate::pass, dir, int64_t{i}));
+  ASSERT_TRUE(wait_for_status(cluster.address(), [](const ClusterStatus& s) {
+    return s.nodes.size() == 1 && s.nodes[0].running == 4;
+  }));
+
+  ASSERT_EQ(kill(cluster.head_pid(), SIGSTOP), 0);
+  std::ofstream(dir + "/open").flush();
+  // Each run records itself just before it returns; its result leaves at once.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (runs_in(dir).size() < 4 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));  // polling another process's file
+  ASSERT_EQ(runs_in(dir).size(), 4u);
+  cluster.kill_head(SIGKILL);
+  cluster.start_head();
+
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(calls[i].get(std::chrono::seconds(60)), i);
+  std::vector<std::string> runs = runs_in(dir);
+  EXPECT_EQ(runs.size(), 4u) << "a task whose result the dead head never took in ran again";
+  EXPECT_EQ(std::set<std::string>(runs.begin(), runs.end()).size(), 4u);
   cluster.stop();
   std::filesystem::remove_all(dir);
 }

@@ -1,5 +1,6 @@
 #include "support/test_actors.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -27,6 +28,23 @@ std::string Worker::who() {
 int64_t Worker::fail(std::string message) { throw std::invalid_argument(message); }
 
 int64_t Ledger::pid() const { return getpid(); }
+
+int64_t Gate::pass(std::string dir, int64_t key) {
+  const std::string open_path = dir + "/open";
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  // The gate is a file another process creates: nothing to wait on but its existence.
+  while (access(open_path.c_str(), F_OK) != 0) {
+    if (std::chrono::steady_clock::now() > deadline)
+      throw std::runtime_error("the gate never opened");
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  const std::string line = std::to_string(key) + "\n";
+  const int fd = ::open((dir + "/runs").c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  if (fd < 0 || ::write(fd, line.data(), line.size()) != static_cast<ssize_t>(line.size()))
+    throw std::runtime_error("cannot record the run in " + dir);
+  ::close(fd);
+  return key;
+}
 
 StepReport Stepper::run(spotlight::TaskContext& ctx, int64_t key, int64_t steps, int64_t step_ms) {
   StepState s = ctx.resume_value<StepState>().value_or(StepState{});
@@ -83,6 +101,7 @@ ObjectView ObjectUser::stats(spotlight::TaskContext& ctx) { return view_of(ctx, 
 
 SPOTLIGHT_ACTOR(testing_actors::Recorder, record, stats)
 SPOTLIGHT_ACTOR(testing_actors::Stepper, run)
+SPOTLIGHT_ACTOR(testing_actors::Gate, pass)
 SPOTLIGHT_ACTOR(testing_actors::Ledger, add, total, pid)
 SPOTLIGHT_ACTOR(testing_actors::Worker, who, twice, fail, echo_many, blob)
 SPOTLIGHT_ACTOR(testing_actors::ObjectUser, put, get, contains, release, stats)

@@ -37,6 +37,13 @@ class Worker {
   std::string blob(int64_t bytes) { return std::string(static_cast<size_t>(bytes), 'b'); }
 };
 
+// A task that waits until the test opens its gate (creates DIR/open), then
+// appends its key to DIR/runs: each line there is one run.
+class Gate {
+ public:
+  int64_t pass(std::string dir, int64_t key);
+};
+
 // A stateful actor with save/restore hooks: its total survives its machine.
 class Ledger {
  public:
