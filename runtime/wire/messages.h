@@ -13,9 +13,9 @@
 
 namespace spotlight::wire {
 
-inline constexpr uint16_t kProtocolVersion =
-    3;  // 2: SP groups (Task.group, CreatePool.sp_degree, Probe), objects;
-        // 3: results acknowledged to nodes (Done.seq, done_acked)
+// 2: SP groups (Task.group, CreatePool.sp_degree, Probe), objects;
+// 3: results acknowledged to nodes (Done.seq, Tasks and Heartbeat done_acked).
+inline constexpr uint16_t kProtocolVersion = 3;
 
 enum class MsgType : uint16_t {
   kError = 1,

@@ -1,6 +1,7 @@
-// Nothing accepted is lost when the head is killed: 1,000 calls accepted with
-// no node attached, kill -9 of the head, a restart on the same store, nodes
-// attached: all complete, none twice.
+// Nothing accepted is lost when the head is killed, and nothing finished runs
+// again: calls queued at a kill -9, results stored for a caller that is away,
+// a kill after compactions, a compaction that fails, results sent into a
+// head that dies before taking them in.
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 #include <sys/wait.h>
