@@ -109,8 +109,7 @@ void Head::turn() {
     n.done_committed = n.done_seen;
     // A draining node waits for this before it leaves: tell it now, not at
     // the next heartbeat.
-    if (n.draining && n.alive)
-      to_callers_[n.peer].frames.push_back(wire::encode(wire::Heartbeat{boot_, n.done_committed}));
+    if (n.draining && n.alive) to_callers_[n.peer].frames.push_back(heartbeat_to(n));
   }
   done_pending_.clear();
   announce_accepted();
@@ -845,13 +844,17 @@ bool Head::check_liveness() {
 }
 
 void Head::send_heartbeats() {
-  std::string hb = wire::encode(wire::Heartbeat{boot_});
   for (const auto& [peer, id] : state_.node_by_peer) {
     auto it = state_.nodes.find(id);
-    const uint64_t acked = it == state_.nodes.end() ? 0 : it->second.done_committed;
-    to_nodes_[peer].frames.push_back(acked ? wire::encode(wire::Heartbeat{boot_, acked}) : hb);
+    if (it != state_.nodes.end()) to_nodes_[peer].frames.push_back(heartbeat_to(it->second));
   }
+  std::string hb = wire::encode(wire::Heartbeat{boot_});
   for (const auto& [peer, _] : client_by_peer_) to_nodes_[peer].frames.push_back(hb);
+}
+
+// Also acknowledges the node's results that the last commit covered.
+std::string Head::heartbeat_to(const Node& n) const {
+  return wire::encode(wire::Heartbeat{boot_, n.done_committed});
 }
 
 void Head::flush(std::map<std::string, Outbox>& boxes) {

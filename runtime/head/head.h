@@ -134,6 +134,7 @@ class Head {
                    uint64_t rid);
   void queue_result(const Task& t);
   void flush(std::map<std::string, Outbox>& boxes);
+  std::string heartbeat_to(const Node& n) const;
   void count(const std::string& what, uint64_t n = 1) { counters_[what] += n; }
 
   template <class T>

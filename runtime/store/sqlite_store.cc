@@ -268,8 +268,8 @@ class SqliteStore final : public Store {
     if (!journal_) throw std::logic_error("store: append before open");
     // A compaction that failed is reported on the next turn's commit, and
     // on every one after it.
-    if (compactor_.joinable() && !compacting_.load()) compactor_.join();
-    if (!compactor_.joinable()) throw_if_broken();  // broken_ is the thread's until joined
+    if (!compacting_.load())
+      finish_compaction();  // joins a finished thread, then throws if it failed
     journal_->append(next_seq_, entry);
     ++next_seq_;
     ++entries_;

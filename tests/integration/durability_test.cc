@@ -3,7 +3,6 @@
 // a kill after compactions, a compaction that fails, results sent into a
 // head that dies before taking them in.
 #include <gtest/gtest.h>
-#include <sqlite3.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -14,6 +13,7 @@
 
 #include "common/process.h"
 #include "support/cluster.h"
+#include "support/sqlite.h"
 #include "support/test_actors.h"
 
 namespace spotlight {
@@ -132,16 +132,8 @@ TEST(Durability, AHeadWhoseCompactionFailsStopsAndARestartLosesNothing) {
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   const std::string path = (dir / "head.db").string();
-  auto exec = [&](const char* sql) {
-    sqlite3* db = nullptr;
-    ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-    EXPECT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
-    sqlite3_close(db);
-  };
-  exec(
-      "CREATE TABLE tasks(id INTEGER PRIMARY KEY, rec BLOB);"
-      "CREATE TRIGGER fail BEFORE INSERT ON tasks BEGIN SELECT RAISE(ABORT, 'injected fault'); "
-      "END");
+  testing::exec_sqlite(path, "CREATE TABLE tasks(id INTEGER PRIMARY KEY, rec BLOB)");
+  testing::exec_sqlite(path, testing::kFailTaskInserts);
 
   ClusterOptions o = cluster_options(0);
   o.store = path;
@@ -161,7 +153,7 @@ TEST(Durability, AHeadWhoseCompactionFailsStopsAndARestartLosesNothing) {
   ASSERT_NE(reason, std::string::npos) << text;
   EXPECT_NE(text.find("injected fault", reason), std::string::npos) << text;
 
-  exec("DROP TRIGGER fail");
+  testing::exec_sqlite(path, "DROP TRIGGER fail");
   cluster.start_head();
   finish_on_new_nodes(cluster, rec, calls, "spot");
   cluster.stop();

@@ -10,6 +10,7 @@
 #include <fstream>
 
 #include "head/state.h"
+#include "support/sqlite.h"
 
 namespace spotlight {
 namespace {
@@ -285,18 +286,6 @@ TEST_F(StoreTest, AHeadKilledBeforeTheTablesAreWrittenReplaysBothFiles) {
   expect_three_queued_then(std::move(l), 2, "after");
 }
 
-// Runs `sql` on the store's tables file while no store has it open.
-void exec_on_tables(const std::string& path, const char* sql) {
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-  char* err = nullptr;
-  const int rc = sqlite3_exec(db, sql, nullptr, nullptr, &err);
-  const std::string msg = err ? err : "";
-  sqlite3_free(err);
-  sqlite3_close(db);
-  ASSERT_EQ(rc, SQLITE_OK) << msg;
-}
-
 // A compaction whose tables cannot be written (a trigger makes SQLite refuse
 // them: a real failure, no hook in the store) leaves the store refusing
 // writes, with the reason, since the head has let go of that snapshot. The
@@ -304,9 +293,7 @@ void exec_on_tables(const std::string& path, const char* sql) {
 // the entries the compaction was folding nor those appended beside it.
 TEST_F(StoreTest, AFailedCompactionStopsWritesAndLosesNothing) {
   store::open_sqlite(path_)->open();  // creates the tables
-  exec_on_tables(path_,
-                 "CREATE TRIGGER fail BEFORE INSERT ON tasks "
-                 "BEGIN SELECT RAISE(ABORT, 'injected fault'); END");
+  testing::exec_sqlite(path_, testing::kFailTaskInserts);
   bool beside = true;
   {
     head::State st;
@@ -329,7 +316,7 @@ TEST_F(StoreTest, AFailedCompactionStopsWritesAndLosesNothing) {
     EXPECT_THROW(s->compact(st.compaction()), std::runtime_error);
     EXPECT_FALSE(s->compacting());
   }
-  exec_on_tables(path_, "DROP TRIGGER fail");
+  testing::exec_sqlite(path_, "DROP TRIGGER fail");
   auto l = store::open_sqlite(path_)->open();
   EXPECT_TRUE(l.tasks.empty()) << "the failed transaction was rolled back";
   if (beside) {
