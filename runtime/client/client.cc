@@ -15,6 +15,7 @@ namespace {
 constexpr size_t kBatchBytes = 1u << 20;
 constexpr auto kAckDelay = std::chrono::milliseconds(5);
 constexpr size_t kMaxAcks = 16384;
+constexpr size_t kMaxFetchIds = 65536;  // ids per Fetch frame: 0.6 MiB
 // A waiting caller reads the socket itself while at most this many calls are in flight.
 constexpr size_t kLeadMaxPending = 16;
 }
@@ -85,16 +86,7 @@ std::shared_ptr<FutureState> Client::submit(const std::string& mailbox, const st
   bool wake, alone;
   {
     std::unique_lock<std::mutex> l(mu_);
-    if (pending_.size() >= opt_.max_pending) {
-      if (!opt_.wait_when_full) {
-        state->resolve(false,
-                       "this client already has " + std::to_string(pending_.size()) +
-                           " calls in flight (ConnectOptions::max_pending)",
-                       ErrorKind::kRejected, "rejected");
-        return state;
-      }
-      room_.wait(l, [&] { return pending_.size() < opt_.max_pending || stop_.load(); });
-    }
+    if (!wait_for_room(l, *state)) return state;
     if (args.size() + mailbox.size() + method.size() + 64 > max_frame_) {
       state->resolve(false,
                      "the arguments of " + mailbox + "." + method + " take " +
@@ -104,6 +96,7 @@ std::shared_ptr<FutureState> Client::submit(const std::string& mailbox, const st
       return state;
     }
     uint64_t id = (static_cast<uint64_t>(num_) << 40) | ++next_seq_;
+    state->id = id;
     pending_.emplace(id, Pending{state, wire::Call{id, mailbox, method, Blob{std::move(args)},
                                                   options.max_attempts}});
     wake = outq_.empty();
@@ -125,14 +118,46 @@ std::shared_ptr<FutureState> Client::submit(const std::string& mailbox, const st
   return state;
 }
 
+bool Client::wait_for_room(std::unique_lock<std::mutex>& l, FutureState& state) {
+  if (pending_.size() < opt_.max_pending) return true;
+  if (!opt_.wait_when_full) {
+    state.resolve(false,
+                  "this client already has " + std::to_string(pending_.size()) +
+                      " calls in flight (ConnectOptions::max_pending)",
+                  ErrorKind::kRejected, "rejected");
+    return false;
+  }
+  room_.wait(l, [&] { return pending_.size() < opt_.max_pending || stop_.load(); });
+  return true;
+}
+
+std::shared_ptr<FutureState> Client::fetch(uint64_t task_id) {
+  auto state = std::make_shared<FutureState>();
+  state->waiter = weak_from_this();
+  state->id = task_id;
+  bool wake;
+  {
+    std::unique_lock<std::mutex> l(mu_);
+    if (auto it = pending_.find(task_id); it != pending_.end()) return it->second.state;
+    if (!wait_for_room(l, *state)) return state;
+    wire::Call call;
+    call.id = task_id;
+    pending_.emplace(task_id, Pending{state, std::move(call), true});
+    wake = outq_.empty();
+    outq_.push_back(task_id);
+  }
+  if (wake) waker_.notify();
+  return state;
+}
+
 std::string Client::request(wire::MsgType type, std::string packed_body,
-                            std::chrono::milliseconds timeout) {
+                            std::chrono::milliseconds timeout, bool after_calls) {
   auto state = std::make_shared<FutureState>();
   uint64_t rid;
   {
     std::lock_guard<std::mutex> l(mu_);
     rid = ++next_rid_;
-    control_[rid] = Control{state, wire::encode_raw(type, rid, packed_body)};
+    control_[rid] = Control{state, wire::encode_raw(type, rid, packed_body), after_calls};
     control_outq_.push_back(rid);
   }
   waker_.notify();
@@ -168,19 +193,40 @@ std::vector<uint64_t> Client::sorted_pending_ids() const {
 
 void Client::send_queued() {
   std::vector<std::string> frames;
+  std::vector<uint64_t> deferred;  // after_calls requests that wait for a welcome
+  std::vector<std::string> after_calls;
   {
     std::lock_guard<std::mutex> l(mu_);
     for (uint64_t rid : control_outq_) {
       auto it = control_.find(rid);
-      if (it != control_.end()) frames.push_back(it->second.frame);
+      if (it == control_.end()) continue;
+      if (!it->second.after_calls) {
+        frames.push_back(it->second.frame);
+      } else if (welcomed_) {
+        after_calls.push_back(it->second.frame);
+      } else {
+        deferred.push_back(rid);
+      }
     }
-    control_outq_.clear();
+    control_outq_ = std::move(deferred);
     if (welcomed_ && !outq_.empty()) {
       // A call may have its result already (a resend raced with the answer): skip it.
       std::vector<const wire::Call*> calls;
       calls.reserve(outq_.size());
+      wire::Fetch fetch;
       for (uint64_t id : outq_) {
-        if (auto it = pending_.find(id); it != pending_.end()) calls.push_back(&it->second.call);
+        auto it = pending_.find(id);
+        if (it == pending_.end()) continue;
+        if (it->second.fetched) {
+          fetch.ids.push_back(id);
+        } else {
+          calls.push_back(&it->second.call);
+        }
+      }
+      for (size_t i = 0; i < fetch.ids.size(); i += kMaxFetchIds) {
+        const size_t end = std::min(fetch.ids.size(), i + kMaxFetchIds);
+        frames.push_back(wire::encode(
+            wire::Fetch{std::vector<uint64_t>(fetch.ids.begin() + i, fetch.ids.begin() + end)}));
       }
       // Pack calls straight from the pending table: one frame per ~1 MiB.
       msgpack::sbuffer buf;
@@ -201,6 +247,7 @@ void Client::send_queued() {
       outq_.clear();
     }
   }
+  for (auto& f : after_calls) frames.push_back(std::move(f));
   // Acknowledged results only let the head forget them, so acks wait for a
   // frame going out anyway (the next calls: the head reads both in one turn and
   // commits once) or for kAckDelay; a synchronous caller thus costs the head
@@ -432,6 +479,10 @@ std::shared_ptr<FutureState> submit(Client& c, const std::string& mailbox, const
   return c.submit(mailbox, method, std::move(args), options);
 }
 
+std::shared_ptr<FutureState> fetch(Client& c, uint64_t task_id) {
+  return c.fetch(task_id);
+}
+
 }  // namespace detail
 
 // ---- Runtime -----------------------------------------------------------------
@@ -444,6 +495,10 @@ void Runtime::create_pool(const std::string& name, const std::string& type, cons
   wire::CreatePool c{name, type, where.market, where.size, where.slots_per_actor, where.prefetch,
                      where.sp_degree};
   client_->request(wire::MsgType::kCreatePool, pack(c), std::chrono::seconds(30));
+}
+
+void Runtime::wait_accepted(std::chrono::milliseconds timeout) {
+  client_->request(wire::MsgType::kSync, pack(wire::Empty{}), timeout, true);
 }
 
 ClusterStatus Runtime::status() {

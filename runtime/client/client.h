@@ -29,10 +29,14 @@ class Client final : public Waiter, public std::enable_shared_from_this<Client> 
 
   std::shared_ptr<FutureState> submit(const std::string& mailbox, const std::string& method,
                                       std::string args, const CallOptions& options);
+  // Awaits the result of another client's call (Runtime::fetch).
+  std::shared_ptr<FutureState> fetch(uint64_t task_id);
   // Sends a control request and waits for its reply frame; throws ConnectionError
   // on timeout and RejectedError when the head answers with an error.
+  // With `after_calls`, the request leaves only once welcomed and after the
+  // calls submitted before it (a Sync).
   std::string request(wire::MsgType type, std::string packed_body,
-                      std::chrono::milliseconds timeout);
+                      std::chrono::milliseconds timeout, bool after_calls = false);
   const std::string& address() const { return address_; }
   size_t pending() const;
   // Waits for a call's state, reading the socket on this thread while no
@@ -42,13 +46,18 @@ class Client final : public Waiter, public std::enable_shared_from_this<Client> 
  private:
   struct Pending {
     std::shared_ptr<FutureState> state;
-    wire::Call call;
+    wire::Call call;       // only the id when fetched
+    bool fetched = false;  // goes out in a Fetch, not a Calls frame
   };
   struct Control {
     std::shared_ptr<FutureState> state;
     std::string frame;
+    bool after_calls = false;
   };
 
+  // With mu_ held: waits while pending_ is full; false (and `state` resolved
+  // with the reason) when the client may not wait.
+  bool wait_for_room(std::unique_lock<std::mutex>& l, FutureState& state);
   void io_loop();
   // Resolves every pending call with a connection error.
   void fail_pending();

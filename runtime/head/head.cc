@@ -189,7 +189,14 @@ void Head::handle(transport::RoutedMessage& m) {
         }
         break;
       case MsgType::kAckResults:
-        if (require(client)) on_ack(env.body<wire::AckResults>());
+        if (require(client)) on_ack(*client, env.body<wire::AckResults>());
+        break;
+      case MsgType::kFetch:
+        if (require(client)) on_fetch(*client, env.body<wire::Fetch>());
+        break;
+      case MsgType::kSync:  // answered after this turn's commit, which covers the calls before it
+        if (require(client))
+          to_callers_[peer].frames.push_back(wire::encode_empty(MsgType::kOk, rid));
         break;
       case MsgType::kPlaced:
         if (require(node)) on_placed(*node, env.body<wire::Placed>());
@@ -377,19 +384,21 @@ void Head::on_calls(Client& c, wire::Calls& calls) {
   if (accepted.ids.empty()) accepted.since = now_;
   count("calls", calls.calls.size());
   for (auto& call : calls.calls) {
+    auto reject = [&](const std::string& why, const char* counter) {
+      count(counter);
+      box.results.results.push_back(rejection(call.id, why));
+    };
     auto existing = state_.tasks.find(call.id);
     if (existing != state_.tasks.end()) {
+      if (existing->second.caller != c.rec.num) {
+        reject(claimed_message(call.id), "rejected_claimed");
+        continue;
+      }
       // A resubmission after a reconnect: accepted once, answered again if done.
       accepted.ids.push_back(call.id);
       if (existing->second.state == TaskState::kDone) queue_result(existing->second);
       continue;
     }
-    auto reject = [&](const std::string& why, const char* counter) {
-      count(counter);
-      box.results.results.push_back(wire::Result{call.id, false,
-                                                 static_cast<int32_t>(ErrorKind::kRejected),
-                                                 "rejected", Blob{why}});
-    };
     if ((call.id >> 40) != c.rec.num) {
       reject("task id is outside this client's range", "rejected_bad_id");
       continue;
@@ -420,11 +429,49 @@ void Head::on_calls(Client& c, wire::Calls& calls) {
   }
 }
 
-void Head::on_ack(const wire::AckResults& a) {
+void Head::on_ack(const Client& c, const wire::AckResults& a) {
+  // Only the caller's own results: a client that lost a call to a fetch acks
+  // the rejection it got, and that must not forget the fetcher's result.
+  std::vector<uint64_t> own;
+  own.reserve(a.ids.size());
+  for (uint64_t id : a.ids) {
+    auto it = state_.tasks.find(id);
+    if (it != state_.tasks.end() && it->second.caller == c.rec.num) own.push_back(id);
+  }
   // Journaled after the fact, within the same turn's entry: the event lists
   // just the ids that were finished, so its replay does the same.
-  std::vector<uint64_t> done = state_.apply_forget(a.ids);
+  std::vector<uint64_t> done = state_.apply_forget(own);
   if (!done.empty()) record(EventKind::kForget, done);
+}
+
+void Head::on_fetch(Client& c, const wire::Fetch& f) {
+  count("fetches", f.ids.size());
+  for (uint64_t id : f.ids) {
+    auto it = state_.tasks.find(id);
+    if (it == state_.tasks.end()) {
+      count("rejected_fetches");
+      to_callers_[c.peer].results.results.push_back(
+          rejection(id, "call " + std::to_string(id) +
+                            " is not held by this head: it was never accepted, or its caller "
+                            "received its result"));
+      continue;
+    }
+    Task& t = it->second;
+    if (t.caller != c.rec.num) {
+      // The previous caller, if it is still connected, learns at once that it
+      // will not get the result; if it reconnects later, its resubmission does.
+      if (auto old = state_.client_by_num.find(t.caller); old != state_.client_by_num.end()) {
+        const Client& prev = state_.clients[old->second];
+        if (!prev.peer.empty())
+          to_callers_[prev.peer].results.results.push_back(rejection(id, claimed_message(id)));
+      }
+      ClaimEvent e{id, c.rec.num};
+      record(EventKind::kClaim, e);
+      state_.apply_claim(e);
+      count("claimed_calls");
+    }
+    if (t.state == TaskState::kDone) queue_result(t);
+  }
 }
 
 void Head::on_placed(Node& n, const wire::Placed& p) {

@@ -8,12 +8,13 @@
 #include <atomic>
 #include <chrono>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
-#include <memory>
 #include <string>
 
 #include "head/state.h"
+#include "spotlight/errors.h"
 #include "store/store.h"
 #include "transport/socket.h"
 #include "wire/envelope.h"
@@ -69,7 +70,18 @@ class Head {
   void forget_received(uint32_t caller, const std::vector<uint64_t>& awaiting);
   void on_create_pool(const std::string& peer, const wire::CreatePool& c, uint64_t rid);
   void on_calls(Client& c, wire::Calls& calls);
-  void on_ack(const wire::AckResults& a);
+  void on_ack(const Client& c, const wire::AckResults& a);
+  // Makes `c` the caller of each call fetched, durably, and sends the results
+  // it has (the rest follow when they are stored).
+  void on_fetch(Client& c, const wire::Fetch& f);
+  static wire::Result rejection(uint64_t id, const std::string& why) {
+    return wire::Result{id, false, static_cast<int32_t>(ErrorKind::kRejected), "rejected",
+                        Blob{why}};
+  }
+  static std::string claimed_message(uint64_t id) {
+    return "call " + std::to_string(id) +
+           " was fetched by another client, which receives its result";
+  }
   void on_placed(Node& n, const wire::Placed& p);
   void on_done(Node& n, wire::Done& d);
   void on_commits(Node& n, const wire::Commits& c);

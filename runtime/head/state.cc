@@ -94,6 +94,13 @@ void State::apply_commit(const CommitEvent& e) {
   mark_dirty(e.id, t);
 }
 
+void State::apply_claim(const ClaimEvent& e) {
+  auto it = tasks.find(e.id);
+  if (it == tasks.end()) return;
+  it->second.caller = e.caller;
+  mark_dirty(e.id, it->second);
+}
+
 std::vector<uint64_t> State::apply_forget(const std::vector<uint64_t>& ids) {
   std::vector<uint64_t> forgotten;
   forgotten.reserve(ids.size());
@@ -127,6 +134,9 @@ void State::replay(std::string_view entry) {
       case EventKind::kRequeue: apply_requeue(body.as<RequeueEvent>()); break;
       case EventKind::kCommit: apply_commit(body.as<CommitEvent>()); break;
       case EventKind::kForget: apply_forget(body.as<std::vector<uint64_t>>()); break;
+      case EventKind::kClaim:
+        apply_claim(body.as<ClaimEvent>());
+        break;
       default: throw std::runtime_error("journal entry has an unknown event kind");
     }
   }

@@ -39,6 +39,7 @@ enum class EventKind : uint8_t {
   kRequeue = 7,  // RequeueEvent: lease revoked or handed back, to the front of its mailbox
   kForget = 8,   // task ids whose results the caller has received
   kCommit = 9,   // CommitEvent: in-flight state of a leased task
+  kClaim = 10,   // ClaimEvent: another client fetched the task and now receives its result
 };
 
 struct LeaseEvent {
@@ -60,6 +61,12 @@ struct CommitEvent {
   uint64_t epoch = 0;
   Blob state;
   MSGPACK_DEFINE(id, epoch, state)
+};
+
+struct ClaimEvent {
+  uint64_t id = 0;
+  uint32_t caller = 0;  // the client number that now receives the result
+  MSGPACK_DEFINE(id, caller)
 };
 
 struct FinishEvent {
@@ -196,6 +203,7 @@ class State {
   void apply_finish(const FinishEvent& e);
   void apply_requeue(const RequeueEvent& e);
   void apply_commit(const CommitEvent& e);
+  void apply_claim(const ClaimEvent& e);
   // Drops the finished tasks among `ids`; returns the ids it dropped.
   std::vector<uint64_t> apply_forget(const std::vector<uint64_t>& ids);
   void mark_dirty(uint64_t id, Task& t) {

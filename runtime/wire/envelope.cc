@@ -15,6 +15,10 @@ const char* to_string(MsgType t) {
     case MsgType::kAccepted: return "Accepted";
     case MsgType::kResults: return "Results";
     case MsgType::kAckResults: return "AckResults";
+    case MsgType::kFetch:
+      return "Fetch";
+    case MsgType::kSync:
+      return "Sync";
     case MsgType::kPlace: return "Place";
     case MsgType::kPlaced: return "Placed";
     case MsgType::kTasks: return "Tasks";

@@ -14,8 +14,9 @@
 namespace spotlight::wire {
 
 // 2: SP groups (Task.group, CreatePool.sp_degree, Probe), objects;
-// 3: results acknowledged to nodes (Done.seq, Tasks and Heartbeat done_acked).
-inline constexpr uint16_t kProtocolVersion = 3;
+// 3: results acknowledged to nodes (Done.seq, Tasks and Heartbeat done_acked);
+// 4: Fetch (a client takes over another client's call by its task id), Sync.
+inline constexpr uint16_t kProtocolVersion = 4;
 
 enum class MsgType : uint16_t {
   kError = 1,
@@ -29,6 +30,8 @@ enum class MsgType : uint16_t {
   kAccepted = 21,
   kResults = 22,
   kAckResults = 23,
+  kFetch = 24,  // client -> head: send me the results of these calls (answered with Results)
+  kSync = 25,   // client -> head: answered Ok once every call sent before it is committed
   kPlace = 30,
   kPlaced = 31,
   kTasks = 32,
@@ -44,11 +47,11 @@ enum class MsgType : uint16_t {
   kKvSet = 50,
   kKvGet = 51,
   kKvValue = 52,
-  kObjectAdd = 60,        // node -> head: this node holds a copy (answered Ok)
-  kObjectDrop = 61,       // node -> head: it no longer does (not answered)
-  kObjectWhere = 62,      // any -> head: who holds it (answered ObjectLocations)
+  kObjectAdd = 60,    // node -> head: this node holds a copy (answered Ok)
+  kObjectDrop = 61,   // node -> head: it no longer does (not answered)
+  kObjectWhere = 62,  // any -> head: who holds it (answered ObjectLocations)
   kObjectLocations = 63,
-  kObjectFetch = 64,      // node -> another node's object server: a chunk of a copy
+  kObjectFetch = 64,  // node -> another node's object server: a chunk of a copy
   kObjectChunk = 65,
 };
 
@@ -168,6 +171,15 @@ struct Results {
 };
 
 struct AckResults {
+  std::vector<uint64_t> ids;
+  MSGPACK_DEFINE(ids)
+};
+
+// Calls made by another client (a driver that died, say) whose results this
+// client now awaits: the head makes it their caller, durably, and sends each
+// result once it is stored. An id the head does not hold is answered with a
+// rejected Result.
+struct Fetch {
   std::vector<uint64_t> ids;
   MSGPACK_DEFINE(ids)
 };
@@ -346,6 +358,7 @@ SPOTLIGHT_WIRE_TYPE_(Calls, kCalls)
 SPOTLIGHT_WIRE_TYPE_(Accepted, kAccepted)
 SPOTLIGHT_WIRE_TYPE_(Results, kResults)
 SPOTLIGHT_WIRE_TYPE_(AckResults, kAckResults)
+SPOTLIGHT_WIRE_TYPE_(Fetch, kFetch)
 SPOTLIGHT_WIRE_TYPE_(Place, kPlace)
 SPOTLIGHT_WIRE_TYPE_(Placed, kPlaced)
 SPOTLIGHT_WIRE_TYPE_(Tasks, kTasks)

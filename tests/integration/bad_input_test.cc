@@ -2,9 +2,10 @@
 // and the process keeps serving.
 #include <gtest/gtest.h>
 
-#include "support/cluster.h"
-#include "support/test_actors.h"
 #include "common/process.h"
+#include "support/cluster.h"
+#include "support/raw_peer.h"
+#include "support/test_actors.h"
 #include "transport/socket.h"
 #include "wire/envelope.h"
 
@@ -12,44 +13,8 @@ namespace spotlight {
 namespace {
 
 using testing::cluster_options;
+using testing::RawPeer;
 using testing_actors::Worker;
-
-// A raw DEALER that speaks to the head without the client library.
-class RawPeer {
- public:
-  explicit RawPeer(const std::string& address)
-      : s_(transport::make_dealer(transport::endpoint(address), "raw-" + std::to_string(++n_), false)) {}
-  void send(const std::string& frame) { transport::send(s_, frame); }
-  // The next reply that is not a heartbeat.
-  std::optional<wire::Envelope> reply(std::chrono::milliseconds timeout = std::chrono::seconds(5)) {
-    auto deadline = std::chrono::steady_clock::now() + timeout;
-    zmq::pollitem_t items[] = {{s_.handle(), 0, ZMQ_POLLIN, 0}};
-    while (std::chrono::steady_clock::now() < deadline) {
-      zmq::poll(items, 1, std::chrono::milliseconds(50));
-      while (auto m = transport::try_recv(s_)) {
-        frames_.emplace_back(static_cast<const char*>(m->data()), m->size());
-        wire::Envelope env = wire::decode(frames_.back());
-        if (env.type != wire::MsgType::kHeartbeat) return env;
-      }
-    }
-    return std::nullopt;
-  }
-  wire::ErrorCode error_for(const std::string& frame) {
-    send(frame);
-    auto env = reply();
-    EXPECT_TRUE(env.has_value()) << "no reply";
-    if (!env) return wire::ErrorCode::kBadRequest;
-    EXPECT_EQ(env->type, wire::MsgType::kError);
-    auto e = env->body<wire::Error>();
-    EXPECT_FALSE(e.message.empty());
-    return static_cast<wire::ErrorCode>(e.code);
-  }
-
- private:
-  static inline int n_ = 0;
-  zmq::socket_t s_;
-  std::deque<std::string> frames_;
-};
 
 TEST(BadInput, HeadAnswersEachBadFrameAndKeepsServing) {
   auto opts = cluster_options(1);

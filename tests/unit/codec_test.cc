@@ -39,6 +39,7 @@ TEST(Codec, EveryMessageTypeRoundTrips) {
   round_trip(Results{{Result{1, true, 0, "", Blob{pack(55)}},
                       Result{2, false, 1, "std::domain_error", Blob{"negative"}}}});
   round_trip(AckResults{{1, 2}});
+  round_trip(Fetch{{(3ull << 40) | 1, (5ull << 40) | 9}});
   round_trip(Place{5, "squares", "Square", 2, 16, true, Blob{"saved"}});
   round_trip(Placed{5, 2, false, "type not loaded"});
   round_trip(
@@ -67,7 +68,8 @@ TEST(Codec, EveryMessageTypeRoundTrips) {
 }
 
 TEST(Codec, EmptyBodies) {
-  for (MsgType t : {MsgType::kStatusRequest, MsgType::kStop, MsgType::kShutdown, MsgType::kOk, MsgType::kProbe}) {
+  for (MsgType t : {MsgType::kStatusRequest, MsgType::kStop, MsgType::kShutdown, MsgType::kOk,
+                    MsgType::kProbe, MsgType::kSync}) {
     Envelope env = decode(encode_empty(t, 5));
     EXPECT_EQ(env.type, t);
     EXPECT_EQ(env.request_id, 5u);

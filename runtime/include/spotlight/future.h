@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -36,6 +37,7 @@ struct FutureState {
   ErrorKind kind = ErrorKind::kFailed;
   std::string error_type;
   std::weak_ptr<Waiter> waiter;  // set when the call's client can pump for the caller
+  uint64_t id = 0;               // the call's task id; 0 when it was refused before it got one
 
   void resolve(bool ok_, std::string payload_, ErrorKind kind_ = ErrorKind::kFailed,
                std::string type_ = {});
@@ -82,6 +84,10 @@ class Future {
     return s_->done;
   }
   bool valid() const { return s_ != nullptr; }
+  // The call's durable id. Another process can take over the call with
+  // Runtime::fetch<T>(id) while its result has not been received (the
+  // caller died, say). 0 when the call was refused before it got an id.
+  uint64_t task_id() const { return s_->id; }
 
  private:
   std::shared_ptr<detail::FutureState> s_;

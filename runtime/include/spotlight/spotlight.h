@@ -8,7 +8,8 @@
 //   auto squares = rt.pool<Square>("squares", spotlight::on_market("any").members(4));
 //
 // A call is accepted only once the head has committed it to its store; it
-// survives the loss of the node that runs it and a restart of the head.
+// survives the loss of the node that runs it, a restart of the head, and the
+// death of its caller (another client fetches it by task id: Runtime::fetch).
 #pragma once
 
 #include <csignal>
@@ -31,6 +32,8 @@ class Client;
 // Submits one call; the returned state resolves with its result.
 std::shared_ptr<FutureState> submit(Client& c, const std::string& mailbox, const std::string& method,
                                     std::string args, const CallOptions& options = {});
+// Awaits the result of call `task_id`, made by any client (see Runtime::fetch).
+std::shared_ptr<FutureState> fetch(Client& c, uint64_t task_id);
 }  // namespace detail
 
 // A handle to a lone actor or a pool: calls go to its mailbox, and whichever
@@ -91,6 +94,23 @@ class Runtime {
     return Future<R>(detail::submit(*client_, mailbox, method,
                                     pack(std::make_tuple(std::forward<Args>(args)...))));
   }
+
+  // Takes over call `task_id` (Future::task_id()) from whichever client made
+  // it: the head makes this client its caller, durably, and the future
+  // resolves with the call's result when it is stored, or at once if it is.
+  // This is how a driver that restarts collects the calls it made before it
+  // died. The client that made the call, if it still waits, gets
+  // RejectedError; so does this future if the head does not hold the call
+  // (never accepted, or its result already received by its caller). Fetching
+  // a call this client is already waiting for returns the same result.
+  template <class R>
+  Future<R> fetch(uint64_t task_id) {
+    return Future<R>(detail::fetch(*client_, task_id));
+  }
+  // Returns once the head has committed every call this runtime submitted
+  // before (or answered it): from then on they survive this process, and
+  // another one can fetch them. Throws ConnectionError after `timeout`.
+  void wait_accepted(std::chrono::milliseconds timeout = std::chrono::seconds(30));
 
   ClusterStatus status();
   // Gives node `node_id` notice: it takes no new work, hands back what has not

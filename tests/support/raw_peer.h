@@ -1,0 +1,54 @@
+// A raw DEALER that speaks to the head without the client library: for tests
+// that send what the library never would.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <deque>
+#include <optional>
+#include <string>
+
+#include "transport/socket.h"
+#include "wire/envelope.h"
+
+namespace spotlight::testing {
+
+class RawPeer {
+ public:
+  explicit RawPeer(const std::string& address)
+      : s_(transport::make_dealer(transport::endpoint(address), "raw-" + std::to_string(++n_),
+                                  false)) {}
+  void send(const std::string& frame) { transport::send(s_, frame); }
+  // The next reply that is not a heartbeat.
+  std::optional<wire::Envelope> reply(std::chrono::milliseconds timeout = std::chrono::seconds(5)) {
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    zmq::pollitem_t items[] = {{s_.handle(), 0, ZMQ_POLLIN, 0}};
+    while (std::chrono::steady_clock::now() < deadline) {
+      zmq::poll(items, 1, std::chrono::milliseconds(50));
+      while (auto m = transport::try_recv(s_)) {
+        frames_.emplace_back(static_cast<const char*>(m->data()), m->size());
+        wire::Envelope env = wire::decode(frames_.back());
+        if (env.type != wire::MsgType::kHeartbeat) return env;
+      }
+    }
+    return std::nullopt;
+  }
+  wire::ErrorCode error_for(const std::string& frame) {
+    send(frame);
+    auto env = reply();
+    EXPECT_TRUE(env.has_value()) << "no reply";
+    if (!env) return wire::ErrorCode::kBadRequest;
+    EXPECT_EQ(env->type, wire::MsgType::kError);
+    auto e = env->body<wire::Error>();
+    EXPECT_FALSE(e.message.empty());
+    return static_cast<wire::ErrorCode>(e.code);
+  }
+
+ private:
+  static inline int n_ = 0;
+  zmq::socket_t s_;
+  std::deque<std::string> frames_;
+};
+
+}  // namespace spotlight::testing
