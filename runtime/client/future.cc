@@ -1,5 +1,7 @@
 #include "spotlight/future.h"
 
+#include <algorithm>
+
 #include "transport/spin.h"
 
 namespace spotlight {
@@ -33,6 +35,7 @@ void throw_error(ErrorKind kind, const std::string& type, const std::string& mes
 namespace detail {
 
 void FutureState::resolve(bool ok_, std::string payload_, ErrorKind kind_, std::string type_) {
+  std::vector<std::shared_ptr<ReadySignal>> told;
   {
     std::lock_guard<std::mutex> l(mu);
     if (done) return;  // a result is delivered once
@@ -41,8 +44,49 @@ void FutureState::resolve(bool ok_, std::string payload_, ErrorKind kind_, std::
     payload = std::move(payload_);
     kind = kind_;
     error_type = std::move(type_);
+    told.swap(watchers);
   }
   cv.notify_all();
+  for (auto& sig : told) {
+    {
+      std::lock_guard<std::mutex> l(sig->mu);
+      ++sig->ready;
+    }
+    sig->cv.notify_all();
+  }
+}
+
+std::vector<size_t> wait_some(const std::vector<FutureState*>& states, size_t n,
+                              std::chrono::steady_clock::time_point deadline) {
+  n = std::min(n, states.size());
+  auto sig = std::make_shared<ReadySignal>();
+  size_t done_before = 0;
+  for (FutureState* s : states) {
+    std::lock_guard<std::mutex> l(s->mu);
+    if (s->done) {
+      ++done_before;
+    } else {
+      s->watchers.push_back(sig);
+    }
+  }
+  {
+    // The client's I/O thread reads the results meanwhile: no caller holds its socket here.
+    std::unique_lock<std::mutex> l(sig->mu);
+    auto enough = [&] { return done_before + sig->ready >= n; };
+    if (deadline == std::chrono::steady_clock::time_point::max()) {
+      sig->cv.wait(l, enough);
+    } else {
+      sig->cv.wait_until(l, deadline, enough);
+    }
+  }
+  std::vector<size_t> ready;
+  for (size_t i = 0; i < states.size(); ++i) {
+    std::lock_guard<std::mutex> l(states[i]->mu);
+    auto& w = states[i]->watchers;
+    w.erase(std::remove(w.begin(), w.end(), sig), w.end());
+    if (states[i]->done) ready.push_back(i);
+  }
+  return ready;
 }
 
 bool FutureState::wait_until(std::chrono::steady_clock::time_point deadline) {

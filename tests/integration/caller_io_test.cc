@@ -2,10 +2,13 @@
 // no other thread does (runtime/client/client.h). These tests hold the
 // promises around that: every waiting thread gets its own result whoever
 // reads the socket, a wait that gives up leaves the result to the I/O
-// thread, and a caller waiting on a slow call holds up nobody else.
+// thread, a caller waiting on a slow call holds up nobody else, and a wait
+// for several calls returns those that are ready.
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <filesystem>
+#include <fstream>
 #include <optional>
 #include <thread>
 #include <vector>
@@ -18,6 +21,7 @@ namespace {
 
 using namespace std::chrono_literals;
 using testing::cluster_options;
+using testing_actors::Gate;
 using testing_actors::Stepper;
 using testing_actors::StepReport;
 using testing_actors::Worker;
@@ -124,6 +128,41 @@ TEST(CallerIo, DroppingTheRuntimeFailsTheCallsThatThreadsWaitOn) {
   EXPECT_EQ(connection_errors.load(), 2);
   // The calls run for a minute; their waits ended within a few heartbeats.
   EXPECT_LT(std::chrono::steady_clock::now() - dropped, 20s);
+}
+
+// spotlight::wait (Ray's wait) returns the calls that are ready as they
+// come: a gated call that cannot finish until the test opens its gate never
+// counts, a call that failed does, and a wait for more than are ready ends
+// at its timeout with what is ready.
+TEST(CallerIo, WaitReturnsTheReadyCallsAndNotTheOthers) {
+  char tmpl[] = "/tmp/spotlight-wait-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  LocalCluster cluster(cluster_options(1, 4));
+  auto rt = cluster.connect();
+  auto gates = rt.pool<Gate>("caller-io-gates", on_market("any").members(2));
+  auto workers = rt.pool<Worker>("caller-io-workers", on_market("any").members(2));
+  std::vector<Future<int64_t>> calls;
+  calls.push_back(gates.call(&Gate::pass, dir, int64_t{0}));        // held until the gate opens
+  calls.push_back(workers.call(&Worker::twice, int64_t{21}));       // ready soon
+  calls.push_back(gates.call(&Gate::pass, dir, int64_t{2}));        // held
+  calls.push_back(workers.call(&Worker::fail, std::string("no")));  // ready soon, as an error
+
+  EXPECT_EQ(spotlight::wait(calls, 2), (std::vector<size_t>{1, 3}));
+  EXPECT_EQ(calls[1].get(), 42);
+  EXPECT_THROW(calls[3].get(), MethodError);
+  // Three cannot be ready while the gate is shut: the wait ends at its timeout.
+  EXPECT_EQ(spotlight::wait(calls, 3, 200ms), (std::vector<size_t>{1, 3}));
+
+  std::ofstream(dir + "/open").flush();
+  EXPECT_EQ(spotlight::wait(calls, 10), (std::vector<size_t>{0, 1, 2, 3}))
+      << "n is capped at the count";
+  EXPECT_EQ(calls[0].get(), 0);
+  EXPECT_EQ(calls[2].get(), 2);
+  std::vector<Future<int64_t>> none{Future<int64_t>()};
+  EXPECT_THROW(spotlight::wait(none), std::invalid_argument);
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
 }
 
 }  // namespace

@@ -6,7 +6,9 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "spotlight/codec.h"
 #include "spotlight/errors.h"
@@ -15,6 +17,13 @@ namespace spotlight {
 
 namespace detail {
 struct FutureState;
+
+// Wakes a thread that waits for several futures at once (spotlight::wait).
+struct ReadySignal {
+  std::mutex mu;
+  std::condition_variable cv;
+  size_t ready = 0;  // states resolved since it was registered
+};
 
 // Something that can wait for a state by doing the I/O that resolves it on
 // the waiting thread (the client, which then reads its socket itself rather
@@ -38,6 +47,7 @@ struct FutureState {
   std::string error_type;
   std::weak_ptr<Waiter> waiter;  // set when the call's client can pump for the caller
   uint64_t id = 0;               // the call's task id; 0 when it was refused before it got one
+  std::vector<std::shared_ptr<ReadySignal>> watchers;  // told when it resolves
 
   void resolve(bool ok_, std::string payload_, ErrorKind kind_ = ErrorKind::kFailed,
                std::string type_ = {});
@@ -51,6 +61,12 @@ struct FutureState {
   // Throws the carried error when the call failed.
   const std::string& value_or_throw();
 };
+
+// Blocks until `n` of `states` are done or `deadline` passes; returns the
+// indices of the done ones, in order.
+std::vector<size_t> wait_some(const std::vector<FutureState*>& states, size_t n,
+                              std::chrono::steady_clock::time_point deadline);
+struct FutureAccess;
 }  // namespace detail
 
 template <class T>
@@ -90,7 +106,40 @@ class Future {
   uint64_t task_id() const { return s_->id; }
 
  private:
+  friend struct detail::FutureAccess;
   std::shared_ptr<detail::FutureState> s_;
 };
+
+namespace detail {
+struct FutureAccess {
+  template <class T>
+  static std::vector<FutureState*> states(const std::vector<Future<T>>& futures) {
+    std::vector<FutureState*> out;
+    out.reserve(futures.size());
+    for (const auto& f : futures) {
+      if (!f.s_) throw std::invalid_argument("spotlight::wait: a future without a call");
+      out.push_back(f.s_.get());
+    }
+    return out;
+  }
+};
+}  // namespace detail
+
+// Ray's `wait`: blocks until at least `n` of `futures` are ready (with a
+// result or an error; n is capped at their number) or `timeout` passes, and
+// returns the indices of the ready ones, in order. A trainer that gathers
+// rollouts as they finish calls it in a loop on the futures still out.
+template <class T, class Rep, class Period>
+std::vector<size_t> wait(const std::vector<Future<T>>& futures, size_t n,
+                         std::chrono::duration<Rep, Period> timeout) {
+  return detail::wait_some(detail::FutureAccess::states(futures), n,
+                           std::chrono::steady_clock::now() + timeout);
+}
+// The same, without a timeout.
+template <class T>
+std::vector<size_t> wait(const std::vector<Future<T>>& futures, size_t n = 1) {
+  return detail::wait_some(detail::FutureAccess::states(futures), n,
+                           std::chrono::steady_clock::time_point::max());
+}
 
 }  // namespace spotlight
