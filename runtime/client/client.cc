@@ -97,8 +97,9 @@ std::shared_ptr<FutureState> Client::submit(const std::string& mailbox, const st
     }
     uint64_t id = (static_cast<uint64_t>(num_) << 40) | ++next_seq_;
     state->id = id;
-    pending_.emplace(id, Pending{state, wire::Call{id, mailbox, method, Blob{std::move(args)},
-                                                  options.max_attempts}});
+    pending_.emplace(id,
+                     Pending{state, wire::Call{id, mailbox, method, Blob{std::move(args)},
+                                               options.max_attempts, options.deadline.count()}});
     wake = outq_.empty();
     alone = pending_.size() == 1;
     outq_.push_back(id);

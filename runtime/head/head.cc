@@ -36,7 +36,10 @@ Head::Head(HeadOptions options) : opt_(std::move(options)) {
   state_.next_epoch = std::max(state_.next_epoch, boot_ << 32);
   next_sp_epoch_ = boot_ << 32;  // SP groups are not durable: a new boot numbers formations afresh
   for (const auto& [id, a] : state_.actors) grace_over_ &= a.rec.incarnation == 0;
-  for (const auto& [id, t] : state_.tasks) grace_over_ &= t.state != TaskState::kLeased;
+  for (const auto& [id, t] : state_.tasks) {
+    grace_over_ &= t.state != TaskState::kLeased;
+    if (t.deadline_ms != 0 && t.state == TaskState::kQueued) deadlines_.emplace(t.deadline_ms, id);
+  }
   grace_until_ = transport::Clock::now() + std::max(opt_.liveness * 3, std::chrono::milliseconds(2000));
   size_t queued = 0;
   for (const auto& [_, p] : state_.pools) queued += p.queue.size();
@@ -82,6 +85,9 @@ void Head::run() {
 
 void Head::turn() {
   now_ = transport::Clock::now();
+  wall_ms_ = std::chrono::duration_cast<std::chrono::milliseconds>(
+                 std::chrono::system_clock::now().time_since_epoch())
+                 .count();
   for (int n = 0; n < kMaxFramesPerTurn; ++n) {
     auto m = transport::try_recv_routed(router_);
     if (!m) break;
@@ -90,6 +96,7 @@ void Head::turn() {
   if (!grace_over_ && now_ >= grace_until_) end_grace();
   expire_kv_waiters();
   expire_object_waiters();
+  expire_deadlines();
   place();
   form_groups();
   dispatch();
@@ -408,6 +415,10 @@ void Head::on_calls(Client& c, wire::Calls& calls) {
       reject("no actor or pool named '" + call.mailbox + "'", "rejected_unknown_actor");
       continue;
     }
+    if (call.deadline_ms < 0) {
+      reject("a deadline must not be negative", "rejected_bad_deadline");
+      continue;
+    }
     if (pit->second.queue.size() >= opt_.max_mailbox) {
       reject("mailbox '" + call.mailbox + "' is full: " + std::to_string(pit->second.queue.size()) +
                  " calls wait (head --max-mailbox)",
@@ -422,6 +433,10 @@ void Head::on_calls(Client& c, wire::Calls& calls) {
     t.method = std::move(call.method);
     t.args = std::move(call.args);
     t.max_attempts = call.max_attempts > 0 ? call.max_attempts : 3;
+    if (call.deadline_ms > 0) {
+      t.deadline_ms = wall_ms_ + call.deadline_ms;
+      deadlines_.emplace(t.deadline_ms, t.id);
+    }
     record(EventKind::kAccept, t);
     state_.apply_accept(t);
     pit->second.queue.push_back(t.id);
@@ -471,6 +486,34 @@ void Head::on_fetch(Client& c, const wire::Fetch& f) {
       count("claimed_calls");
     }
     if (t.state == TaskState::kDone) queue_result(t);
+  }
+}
+
+void Head::time_out(Task& t) {
+  FinishEvent f{
+      t.id, false, static_cast<int32_t>(ErrorKind::kTimedOut), "timed_out",
+      Blob{std::string(
+               "the call did not start before its deadline (CallOptions::deadline): it never ran") +
+           (t.attempts > 0 ? " again" : "")}};
+  record(EventKind::kFinish, f);
+  state_.apply_finish(f);
+  count("tasks_timed_out");
+  queue_result(t);
+}
+
+void Head::expire_deadlines() {
+  std::map<std::string, std::unordered_set<uint64_t>> expired;  // by mailbox
+  while (!deadlines_.empty() && deadlines_.begin()->first <= wall_ms_) {
+    const uint64_t id = deadlines_.begin()->second;
+    deadlines_.erase(deadlines_.begin());
+    auto it = state_.tasks.find(id);
+    if (it == state_.tasks.end() || it->second.state != TaskState::kQueued)
+      continue;  // running, or done
+    expired[it->second.mailbox].insert(id);
+    time_out(it->second);
+  }
+  for (auto& [mailbox, ids] : expired) {
+    std::erase_if(state_.pools[mailbox].queue, [&](uint64_t id) { return ids.count(id) > 0; });
   }
 }
 
@@ -572,6 +615,8 @@ void Head::requeue_front(std::vector<Task*>& tasks, bool handed_back) {
     record(EventKind::kRequeue, e);
     state_.apply_requeue(e);
     state_.pools[t->mailbox].queue.push_front(t->id);
+    if (t->deadline_ms != 0)
+      deadlines_.emplace(t->deadline_ms, t->id);  // may be past: expires next turn
   }
 }
 
@@ -787,6 +832,10 @@ Task* Head::lease(Pool& pool, Actor& a, Node& n, const SpGroupState* group) {
     queue_result(t);
     return nullptr;
   }
+  if (t.deadline_ms != 0 && t.deadline_ms <= wall_ms_) {
+    time_out(t);
+    return nullptr;
+  }
   LeaseEvent e{id, state_.next_epoch, a.rec.id, n.id};
   record(EventKind::kLease, e);
   state_.apply_lease(e);
@@ -797,8 +846,11 @@ Task* Head::lease(Pool& pool, Actor& a, Node& n, const SpGroupState* group) {
   auto send = [&](uint64_t actor, const Node& to, SpGroup g) {
     Outbox& box = to_nodes_[to.peer];
     box.tasks.done_acked = to.done_committed;
-    box.tasks.tasks.push_back(wire::Task{id, actor, e.epoch, t.method, t.args, t.attempts, t.has_checkpoint,
-                                         t.checkpoint, std::move(g)});
+    // SP members get no deadline of their own: a group starts together.
+    const int64_t within =
+        t.deadline_ms == 0 || g.size > 0 ? 0 : std::max<int64_t>(1, t.deadline_ms - wall_ms_);
+    box.tasks.tasks.push_back(wire::Task{id, actor, e.epoch, t.method, t.args, t.attempts,
+                                         t.has_checkpoint, t.checkpoint, std::move(g), within});
     box.batch_bytes += t.args.data.size() + t.method.size() + 32;
     if (box.batch_bytes > kBatchBytes) {
       box.frames.push_back(wire::encode(box.tasks));

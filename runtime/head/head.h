@@ -83,6 +83,10 @@ class Head {
            " was fetched by another client, which receives its result";
   }
   void on_placed(Node& n, const wire::Placed& p);
+  // Fails a call whose run could not start before its deadline (kTimedOut).
+  void time_out(Task& t);
+  // Times out the queued calls whose deadline passed and takes them out of their mailboxes.
+  void expire_deadlines();
   void on_done(Node& n, wire::Done& d);
   void on_commits(Node& n, const wire::Commits& c);
   void on_drain(const std::string& peer, Node* from_node, const wire::Drain& d, uint64_t rid);
@@ -219,6 +223,9 @@ class Head {
   uint64_t next_sp_epoch_ = 0;  // boot << 32 + formations so far
   uint64_t next_probe_ = 0;
   transport::Clock::time_point now_;
+  int64_t wall_ms_ = 0;  // this turn's wall clock, ms since the epoch: deadlines survive restarts
+  // Deadlines of calls that were queued when last seen (stale entries are skipped).
+  std::multimap<int64_t, uint64_t> deadlines_;
   transport::Clock::time_point next_heartbeat_;
   std::atomic<bool> stop_requested_{false};
   bool stopping_ = false;

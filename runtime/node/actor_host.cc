@@ -159,6 +159,9 @@ bool ActorHost::idle() {
 }
 
 void ActorHost::push(wire::Task t) {
+  if (t.start_within_ms > 0) {
+    t.start_by = std::chrono::steady_clock::now() + std::chrono::milliseconds(t.start_within_ms);
+  }
   {
     std::lock_guard<std::mutex> l(mu_);
     queue_.push_back(std::move(t));
@@ -167,6 +170,13 @@ void ActorHost::push(wire::Task t) {
 }
 
 wire::Completion ActorHost::run(wire::Task& t) {
+  if (t.start_within_ms > 0 && std::chrono::steady_clock::now() > t.start_by) {
+    // It waited here behind other calls past its deadline: it does not start.
+    return failure(
+        t, ErrorKind::kTimedOut, "timed_out",
+        "the call did not start before its deadline (CallOptions::deadline): it waited on its "
+        "node behind other calls, and never ran");
+  }
   auto it = type_.methods.find(t.method);
   if (it == type_.methods.end()) {
     return failure(t, ErrorKind::kRejected, "rejected",

@@ -67,8 +67,12 @@ struct TaskRecord {
   int32_t kind = 0;
   std::string error_type;
   Blob result;
+  // Wall-clock time (ms since the epoch) by which a run must start; 0: none.
+  // Last, so that rows written before it existed still load (as 0).
+  int64_t deadline_ms = 0;
   MSGPACK_DEFINE(id, ord, caller, mailbox, method, args, state, epoch, actor, node, attempts,
-                 max_attempts, has_checkpoint, checkpoint, ok, kind, error_type, result)
+                 max_attempts, has_checkpoint, checkpoint, ok, kind, error_type, result,
+                 deadline_ms)
 };
 
 struct Loaded {

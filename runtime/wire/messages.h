@@ -3,6 +3,7 @@
 // (envelope.h). Bump kProtocolVersion on any incompatible change to a body.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -15,7 +16,8 @@ namespace spotlight::wire {
 
 // 2: SP groups (Task.group, CreatePool.sp_degree, Probe), objects;
 // 3: results acknowledged to nodes (Done.seq, Tasks and Heartbeat done_acked);
-// 4: Fetch (a client takes over another client's call by its task id), Sync.
+// 4: Fetch (a client takes over another client's call by its task id), Sync,
+//    call deadlines (Call.deadline_ms, Task.start_within_ms).
 inline constexpr uint16_t kProtocolVersion = 4;
 
 enum class MsgType : uint16_t {
@@ -145,7 +147,8 @@ struct Call {
   std::string method;
   Blob args;
   uint32_t max_attempts = 0;  // runs lost with their node before the call fails; 0: the default
-  MSGPACK_DEFINE(id, mailbox, method, args, max_attempts)
+  int64_t deadline_ms = 0;    // every run must start within this long of acceptance; 0: none
+  MSGPACK_DEFINE(id, mailbox, method, args, max_attempts, deadline_ms)
 };
 struct Calls {
   std::vector<Call> calls;
@@ -213,7 +216,13 @@ struct Task {
   bool resumed = false;  // an earlier attempt committed `resume`
   Blob resume;
   SpGroup group;  // size 0 outside SP pools
-  MSGPACK_DEFINE(id, actor_id, epoch, method, args, attempt, resumed, resume, group)
+  // The call's deadline, as time left when leased: a node that cannot start
+  // the task within it fails the call as timed out instead. 0: none.
+  int64_t start_within_ms = 0;
+  MSGPACK_DEFINE(id, actor_id, epoch, method, args, attempt, resumed, resume, group,
+                 start_within_ms)
+  // Not on the wire: the node's own clock at receipt plus start_within_ms.
+  std::chrono::steady_clock::time_point start_by{};
 };
 struct Tasks {
   std::vector<Task> tasks;

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "support/cluster.h"
+#include "support/temp_dir.h"
 #include "support/test_actors.h"
 
 namespace spotlight {
@@ -135,9 +136,8 @@ TEST(CallerIo, DroppingTheRuntimeFailsTheCallsThatThreadsWaitOn) {
 // counts, a call that failed does, and a wait for more than are ready ends
 // at its timeout with what is ready.
 TEST(CallerIo, WaitReturnsTheReadyCallsAndNotTheOthers) {
-  char tmpl[] = "/tmp/spotlight-wait-XXXXXX";
-  ASSERT_NE(mkdtemp(tmpl), nullptr);
-  const std::string dir = tmpl;
+  testing::TempDir temp("wait");
+  const std::string& dir = temp.path();
   LocalCluster cluster(cluster_options(1, 4));
   auto rt = cluster.connect();
   auto gates = rt.pool<Gate>("caller-io-gates", on_market("any").members(2));
@@ -161,8 +161,6 @@ TEST(CallerIo, WaitReturnsTheReadyCallsAndNotTheOthers) {
   EXPECT_EQ(calls[2].get(), 2);
   std::vector<Future<int64_t>> none{Future<int64_t>()};
   EXPECT_THROW(spotlight::wait(none), std::invalid_argument);
-  std::error_code ec;
-  std::filesystem::remove_all(dir, ec);
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include "common/process.h"
 #include "support/cluster.h"
 #include "support/raw_peer.h"
+#include "support/temp_dir.h"
 #include "support/test_actors.h"
 #include "wire/envelope.h"
 
@@ -46,9 +47,8 @@ std::string log_of(const std::string& path) {
 
 TEST(Fetch, ANewClientCollectsTheCallsOfADriverKilledMidJob) {
   constexpr int kCalls = 40;
-  char tmpl[] = "/tmp/spotlight-fetch-XXXXXX";
-  ASSERT_NE(mkdtemp(tmpl), nullptr);
-  const std::string dir = tmpl;
+  testing::TempDir temp("fetch");
+  const std::string& dir = temp.path();
   LocalCluster cluster(cluster_options(0));  // no node yet: every call waits in its mailbox
   auto rt = cluster.connect();
   rt.pool<Worker>(kPool, on_market("any").members(2));
@@ -127,8 +127,6 @@ TEST(Fetch, ANewClientCollectsTheCallsOfADriverKilledMidJob) {
           << e.what();
     }
   }
-  std::error_code ec;
-  std::filesystem::remove_all(dir, ec);
 }
 
 TEST(Fetch, ACallerStillWaitingIsToldItsCallWasFetched) {

@@ -33,8 +33,9 @@ TEST(Codec, EveryMessageTypeRoundTrips) {
   round_trip(Heartbeat{9, 41});
   round_trip(CreatePool{"squares", "Square", "any", 4, 2, 16, 2});
   round_trip(PoolCreated{"squares", false, "exists with another type"});
-  round_trip(Calls{{Call{(3ull << 40) | 1, "counter", "add", Blob{pack(std::make_tuple(5))}, 0},
-                    Call{(3ull << 40) | 2, "counter", "get", Blob{std::string("\0\xff", 2)}, 3}}});
+  round_trip(
+      Calls{{Call{(3ull << 40) | 1, "counter", "add", Blob{pack(std::make_tuple(5))}, 0},
+             Call{(3ull << 40) | 2, "counter", "get", Blob{std::string("\0\xff", 2)}, 3, 1500}}});
   round_trip(Accepted{{1, 2, 3}});
   round_trip(Results{{Result{1, true, 0, "", Blob{pack(55)}},
                       Result{2, false, 1, "std::domain_error", Blob{"negative"}}}});
@@ -52,7 +53,8 @@ TEST(Codec, EveryMessageTypeRoundTrips) {
                   1,
                   false,
                   {},
-                  SpGroup{"explorers/sp3", (4ull << 32) + 9, 1, 2, {5, 6}}}},
+                  SpGroup{"explorers/sp3", (4ull << 32) + 9, 1, 2, {5, 6}},
+                  250}},
             12});
   round_trip(Commits{{Commit{1, 5, 77, Blob{"step 4"}}}});
   round_trip(Drain{"node-1", 30000});

@@ -394,6 +394,25 @@ TEST_F(StoreTest, ASchemaTwoStoreIsReadAndUpgraded) {
   EXPECT_EQ(l.journal, std::vector<std::string>{"new-4"});
 }
 
+// Rows written before TaskRecord gained deadline_ms (its last field) lack
+// it: they load with no deadline and every other field intact.
+TEST(TaskRecordLayout, ARowWithoutTheDeadlineLoadsWithNone) {
+  store::TaskRecord t = task(7, 3, "p");
+  t.attempts = 2;
+  t.deadline_ms = 1234;
+  const std::string bytes = pack(t);
+  msgpack::object_handle oh = msgpack::unpack(bytes.data(), bytes.size());
+  msgpack::object o = oh.get();
+  ASSERT_EQ(o.type, msgpack::type::ARRAY);
+  o.via.array.size -= 1;  // the layout before the deadline
+  const auto old = o.as<store::TaskRecord>();
+  EXPECT_EQ(old.deadline_ms, 0);
+  EXPECT_EQ(old.id, 7u);
+  EXPECT_EQ(old.attempts, 2u);
+  EXPECT_EQ(old.args.data, t.args.data);
+  EXPECT_EQ(unpack<store::TaskRecord>(bytes).deadline_ms, 1234);
+}
+
 TEST_F(StoreTest, AStoreFromANewerHeadIsRefused) {
   {
     sqlite3* db = nullptr;

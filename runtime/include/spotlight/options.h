@@ -34,6 +34,11 @@ struct CallOptions {
   // Runs lost with their node before the call fails with CrashedError; 0: the
   // head's default (3). Yields on notice never count.
   uint32_t max_attempts = 0;
+  // Every run of the call must start within this long of the head accepting
+  // it, or the call fails with TimeoutError and does not run (again): a
+  // rollout for an iteration the trainer has left behind is not worth a GPU.
+  // A run that started goes on to its end. 0: no deadline.
+  std::chrono::milliseconds deadline{0};
 };
 
 struct ConnectOptions {
