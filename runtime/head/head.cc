@@ -447,15 +447,9 @@ void Head::on_calls(Client& c, wire::Calls& calls) {
 void Head::on_ack(const Client& c, const wire::AckResults& a) {
   // Only the caller's own results: a client that lost a call to a fetch acks
   // the rejection it got, and that must not forget the fetcher's result.
-  std::vector<uint64_t> own;
-  own.reserve(a.ids.size());
-  for (uint64_t id : a.ids) {
-    auto it = state_.tasks.find(id);
-    if (it != state_.tasks.end() && it->second.caller == c.rec.num) own.push_back(id);
-  }
   // Journaled after the fact, within the same turn's entry: the event lists
-  // just the ids that were finished, so its replay does the same.
-  std::vector<uint64_t> done = state_.apply_forget(own);
+  // just the ids that were dropped, so its replay does the same.
+  std::vector<uint64_t> done = state_.apply_forget(a.ids, c.rec.num);
   if (!done.empty()) record(EventKind::kForget, done);
 }
 

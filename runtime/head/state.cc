@@ -101,12 +101,13 @@ void State::apply_claim(const ClaimEvent& e) {
   mark_dirty(e.id, it->second);
 }
 
-std::vector<uint64_t> State::apply_forget(const std::vector<uint64_t>& ids) {
+std::vector<uint64_t> State::apply_forget(const std::vector<uint64_t>& ids, uint32_t caller) {
   std::vector<uint64_t> forgotten;
   forgotten.reserve(ids.size());
   for (uint64_t id : ids) {
     auto it = tasks.find(id);
     if (it == tasks.end() || it->second.state != TaskState::kDone) continue;
+    if (caller != 0 && it->second.caller != caller) continue;
     if (it->second.in_snapshot) erased_tasks.push_back(id);
     tasks.erase(it);
     forgotten.push_back(id);

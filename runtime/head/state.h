@@ -204,8 +204,9 @@ class State {
   void apply_requeue(const RequeueEvent& e);
   void apply_commit(const CommitEvent& e);
   void apply_claim(const ClaimEvent& e);
-  // Drops the finished tasks among `ids`; returns the ids it dropped.
-  std::vector<uint64_t> apply_forget(const std::vector<uint64_t>& ids);
+  // Drops the finished tasks among `ids` (with `caller`, only that client's);
+  // returns the ids it dropped.
+  std::vector<uint64_t> apply_forget(const std::vector<uint64_t>& ids, uint32_t caller = 0);
   void mark_dirty(uint64_t id, Task& t) {
     if (!t.dirty) dirty_tasks.push_back(id);
     t.dirty = true;
