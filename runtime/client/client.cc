@@ -139,8 +139,17 @@ std::shared_ptr<FutureState> Client::fetch(uint64_t task_id) {
   bool wake;
   {
     std::unique_lock<std::mutex> l(mu_);
+    if ((task_id >> 40) == num_ && (task_id & ((uint64_t{1} << 40) - 1)) > next_seq_) {
+      // An id this client has yet to give a call: fetching it would take the
+      // id from that call.
+      state->resolve(false, "call " + std::to_string(task_id) + " was never made",
+                     ErrorKind::kRejected, "rejected");
+      return state;
+    }
     if (auto it = pending_.find(task_id); it != pending_.end()) return it->second.state;
     if (!wait_for_room(l, *state)) return state;
+    // Another thread may have fetched it while this one waited for room.
+    if (auto it = pending_.find(task_id); it != pending_.end()) return it->second.state;
     wire::Call call;
     call.id = task_id;
     pending_.emplace(task_id, Pending{state, std::move(call), true});
@@ -224,8 +233,11 @@ void Client::send_queued() {
           calls.push_back(&it->second.call);
         }
       }
-      for (size_t i = 0; i < fetch.ids.size(); i += kMaxFetchIds) {
-        const size_t end = std::min(fetch.ids.size(), i + kMaxFetchIds);
+      // Ids take at most 9 bytes each: keep a frame under half the head's limit.
+      const size_t per_frame =
+          std::max<size_t>(1, std::min<size_t>(kMaxFetchIds, max_frame_ / 2 / 9));
+      for (size_t i = 0; i < fetch.ids.size(); i += per_frame) {
+        const size_t end = std::min(fetch.ids.size(), i + per_frame);
         frames.push_back(wire::encode(
             wire::Fetch{std::vector<uint64_t>(fetch.ids.begin() + i, fetch.ids.begin() + end)}));
       }

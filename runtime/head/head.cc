@@ -201,9 +201,11 @@ void Head::handle(transport::RoutedMessage& m) {
       case MsgType::kFetch:
         if (require(client)) on_fetch(*client, env.body<wire::Fetch>());
         break;
-      case MsgType::kSync:  // answered after this turn's commit, which covers the calls before it
+      case MsgType::kSync:
+        // Answered after this turn's commit, which covers the calls sent before
+        // it, and after this turn's results, among them refusals of those calls.
         if (require(client))
-          to_callers_[peer].frames.push_back(wire::encode_empty(MsgType::kOk, rid));
+          to_callers_[peer].last.push_back(wire::encode_empty(MsgType::kOk, rid));
         break;
       case MsgType::kPlaced:
         if (require(node)) on_placed(*node, env.body<wire::Placed>());
@@ -385,16 +387,31 @@ void Head::queue_result(const Task& t) {
   }
 }
 
+void Head::queue_rejection(const std::string& peer, uint64_t id, const std::string& why) {
+  Outbox& box = to_callers_[peer];
+  box.results.results.push_back(
+      wire::Result{id, false, static_cast<int32_t>(ErrorKind::kRejected), "rejected", Blob{why}});
+  box.batch_bytes += why.size() + 32;
+  if (box.batch_bytes > kBatchBytes) {
+    box.frames.push_back(wire::encode(box.results));
+    box.results.results.clear();
+    box.batch_bytes = 0;
+  }
+}
+
 void Head::on_calls(Client& c, wire::Calls& calls) {
-  Outbox& box = to_callers_[c.peer];
   Unannounced& accepted = unannounced_[c.peer];
   if (accepted.ids.empty()) accepted.since = now_;
   count("calls", calls.calls.size());
   for (auto& call : calls.calls) {
     auto reject = [&](const std::string& why, const char* counter) {
       count(counter);
-      box.results.results.push_back(rejection(call.id, why));
+      queue_rejection(c.peer, call.id, why);
     };
+    if ((call.id >> 40) != c.rec.num) {
+      reject("task id is outside this client's range", "rejected_bad_id");
+      continue;
+    }
     auto existing = state_.tasks.find(call.id);
     if (existing != state_.tasks.end()) {
       if (existing->second.caller != c.rec.num) {
@@ -406,8 +423,11 @@ void Head::on_calls(Client& c, wire::Calls& calls) {
       if (existing->second.state == TaskState::kDone) queue_result(existing->second);
       continue;
     }
-    if ((call.id >> 40) != c.rec.num) {
-      reject("task id is outside this client's range", "rejected_bad_id");
+    if ((call.id & kSeqMask) <= c.rec.max_seq) {
+      // Accepted once and no longer held: its result was received, by a
+      // client that fetched it (this caller missed the news), or it was
+      // refused. Accepting it again would run it again.
+      reject(not_held_message(call.id), "rejected_resubmissions_gone");
       continue;
     }
     auto pit = state_.pools.find(call.mailbox);
@@ -415,8 +435,10 @@ void Head::on_calls(Client& c, wire::Calls& calls) {
       reject("no actor or pool named '" + call.mailbox + "'", "rejected_unknown_actor");
       continue;
     }
-    if (call.deadline_ms < 0) {
-      reject("a deadline must not be negative", "rejected_bad_deadline");
+    if (call.deadline_ms < 0 || call.deadline_ms > kMaxDeadlineMs) {
+      reject("a deadline must be between 0 (none) and 365 days, not " +
+                 std::to_string(call.deadline_ms) + " ms",
+             "rejected_bad_deadline");
       continue;
     }
     if (pit->second.queue.size() >= opt_.max_mailbox) {
@@ -454,15 +476,16 @@ void Head::on_ack(const Client& c, const wire::AckResults& a) {
 }
 
 void Head::on_fetch(Client& c, const wire::Fetch& f) {
+  if (f.ids.size() > kMaxFetchIds) {
+    throw std::invalid_argument("a Fetch may list at most " + std::to_string(kMaxFetchIds) +
+                                " ids, not " + std::to_string(f.ids.size()));
+  }
   count("fetches", f.ids.size());
   for (uint64_t id : f.ids) {
     auto it = state_.tasks.find(id);
     if (it == state_.tasks.end()) {
       count("rejected_fetches");
-      to_callers_[c.peer].results.results.push_back(
-          rejection(id, "call " + std::to_string(id) +
-                            " is not held by this head: it was never accepted, or its caller "
-                            "received its result"));
+      queue_rejection(c.peer, id, not_held_message(id));
       continue;
     }
     Task& t = it->second;
@@ -471,8 +494,7 @@ void Head::on_fetch(Client& c, const wire::Fetch& f) {
       // will not get the result; if it reconnects later, its resubmission does.
       if (auto old = state_.client_by_num.find(t.caller); old != state_.client_by_num.end()) {
         const Client& prev = state_.clients[old->second];
-        if (!prev.peer.empty())
-          to_callers_[prev.peer].results.results.push_back(rejection(id, claimed_message(id)));
+        if (!prev.peer.empty()) queue_rejection(prev.peer, id, claimed_message(id));
       }
       ClaimEvent e{id, c.rec.num};
       record(EventKind::kClaim, e);
@@ -483,12 +505,27 @@ void Head::on_fetch(Client& c, const wire::Fetch& f) {
   }
 }
 
+std::string Head::not_held_message(uint64_t id) const {
+  const std::string head = "call " + std::to_string(id) + " is not held by this head: ";
+  auto owner = state_.client_by_num.find(static_cast<uint32_t>(id >> 40));
+  if (owner == state_.client_by_num.end()) return head + "no client of this head made it";
+  if ((id & kSeqMask) > state_.clients.at(owner->second).rec.max_seq) {
+    return head +
+           "it was never accepted (its caller had not sent it, or the head died before committing "
+           "it)";
+  }
+  return head +
+         "it was accepted, and its result was received (by its caller or a client that fetched "
+         "it), or it "
+         "was refused";
+}
+
 void Head::time_out(Task& t) {
   FinishEvent f{
       t.id, false, static_cast<int32_t>(ErrorKind::kTimedOut), "timed_out",
-      Blob{std::string(
-               "the call did not start before its deadline (CallOptions::deadline): it never ran") +
-           (t.attempts > 0 ? " again" : "")}};
+      Blob{std::string("the call did not start before its deadline (CallOptions::deadline)") +
+           (t.attempts > 0 || t.has_checkpoint ? ", so it was not started again"
+                                               : ", and never ran")}};
   record(EventKind::kFinish, f);
   state_.apply_finish(f);
   count("tasks_timed_out");
@@ -502,7 +539,7 @@ void Head::expire_deadlines() {
     deadlines_.erase(deadlines_.begin());
     auto it = state_.tasks.find(id);
     if (it == state_.tasks.end() || it->second.state != TaskState::kQueued)
-      continue;  // running, or done
+      continue;  // not expected
     expired[it->second.mailbox].insert(id);
     time_out(it->second);
   }
@@ -815,6 +852,7 @@ Task* Head::lease(Pool& pool, Actor& a, Node& n, const SpGroupState* group) {
   auto it = state_.tasks.find(id);
   if (it == state_.tasks.end() || it->second.state != TaskState::kQueued) return nullptr;
   Task& t = it->second;
+  if (t.deadline_ms != 0) deadlines_.erase({t.deadline_ms, id});  // no longer queued
   if (t.attempts >= t.max_attempts) {
     // Every run so far was lost with its node: give up, and say why.
     FinishEvent f{id, false, static_cast<int32_t>(ErrorKind::kCrashed), "crashed",
@@ -955,6 +993,7 @@ void Head::flush(std::map<std::string, Outbox>& boxes) {
     if (!box.accepted.ids.empty()) box.frames.push_back(wire::encode(box.accepted));
     if (!box.results.results.empty()) box.frames.push_back(wire::encode(box.results));
     if (!box.tasks.tasks.empty()) box.frames.push_back(wire::encode(box.tasks));
+    for (auto& f : box.last) box.frames.push_back(std::move(f));
     for (const auto& f : box.frames) {
       spdlog::trace("head: {} bytes to peer {}", f.size(), peer);
       if (!transport::send_routed(router_, peer, f)) {

@@ -59,6 +59,7 @@ class Head {
     wire::Tasks tasks;
     wire::Results results;
     wire::Accepted accepted;
+    std::vector<std::string> last;  // sent after everything else (Sync replies)
     size_t batch_bytes = 0;
   };
 
@@ -74,10 +75,14 @@ class Head {
   // Makes `c` the caller of each call fetched, durably, and sends the results
   // it has (the rest follow when they are stored).
   void on_fetch(Client& c, const wire::Fetch& f);
-  static wire::Result rejection(uint64_t id, const std::string& why) {
-    return wire::Result{id, false, static_cast<int32_t>(ErrorKind::kRejected), "rejected",
-                        Blob{why}};
-  }
+  // A kRejected result for call `id` to `peer`, in its batch of results.
+  void queue_rejection(const std::string& peer, uint64_t id, const std::string& why);
+  // Why the head does not hold call `id`, as far as its client's high-water mark tells.
+  std::string not_held_message(uint64_t id) const;
+  static constexpr uint64_t kSeqMask =
+      (uint64_t{1} << 40) - 1;  // task id: client number << 40 | sequence
+  static constexpr int64_t kMaxDeadlineMs = int64_t{365} * 24 * 3600 * 1000;
+  static constexpr size_t kMaxFetchIds = size_t{1} << 20;
   static std::string claimed_message(uint64_t id) {
     return "call " + std::to_string(id) +
            " was fetched by another client, which receives its result";
@@ -224,8 +229,9 @@ class Head {
   uint64_t next_probe_ = 0;
   transport::Clock::time_point now_;
   int64_t wall_ms_ = 0;  // this turn's wall clock, ms since the epoch: deadlines survive restarts
-  // Deadlines of calls that were queued when last seen (stale entries are skipped).
-  std::multimap<int64_t, uint64_t> deadlines_;
+  // (deadline, id) of every queued call with a deadline: lease() takes a
+  // call out, requeue_front() puts it back.
+  std::set<std::pair<int64_t, uint64_t>> deadlines_;
   transport::Clock::time_point next_heartbeat_;
   std::atomic<bool> stop_requested_{false};
   bool stopping_ = false;

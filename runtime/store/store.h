@@ -40,7 +40,12 @@ struct ActorRecord {
 struct ClientRecord {
   std::string uuid;
   uint32_t num = 0;
-  MSGPACK_DEFINE(uuid, num)
+  // The highest sequence (task id & 2^40 - 1) of its calls ever accepted: a
+  // resubmission at or below it that the head no longer holds was received
+  // (by this client or one that fetched it) and must not run again. Last, so
+  // that rows written before it existed load (as 0).
+  uint64_t max_seq = 0;
+  MSGPACK_DEFINE(uuid, num, max_seq)
 };
 
 enum class TaskState : int32_t { kQueued = 0, kLeased = 1, kDone = 2 };

@@ -26,6 +26,7 @@ using testing::counter;
 using testing::find_pool;
 using testing::RawPeer;
 using testing::wait_for_status;
+using testing_actors::Recorder;
 using testing_actors::Worker;
 
 constexpr const char* kPool = "fetch-workers";
@@ -116,17 +117,84 @@ TEST(Fetch, ANewClientCollectsTheCallsOfADriverKilledMidJob) {
   EXPECT_TRUE(
       wait_for_status(cluster.address(), [](const ClusterStatus& s) { return s.tasks_live == 0; }));
 
-  // A result that was received and forgotten, and an id never accepted, are refused clearly.
+  // Calls the head does not hold are refused, saying why as far as it can tell.
   auto late = cluster.connect();
-  for (uint64_t id : {ids[0], uint64_t{12345}}) {
+  const uint64_t never = (ids[0] >> 40 << 40) | (kCalls + 1000);  // the driver never made it
+  for (auto [id, why] :
+       {std::pair{ids[0], "its result was received"}, std::pair{never, "it was never accepted"},
+        std::pair{uint64_t{12345}, "no client of this head made it"}}) {
     try {
       late.fetch<int64_t>(id).get(30s);
       ADD_FAILURE() << "fetching call " << id << " did not fail";
     } catch (const RejectedError& e) {
-      EXPECT_NE(std::string(e.what()).find("is not held by this head"), std::string::npos)
+      EXPECT_NE(std::string(e.what()).find(std::string("is not held by this head: ")),
+                std::string::npos)
           << e.what();
+      EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
     }
   }
+}
+
+// The next frame of `type` that `peer` receives (others are skipped).
+wire::Envelope next_of(RawPeer& peer, wire::MsgType type) {
+  for (int i = 0; i < 100; ++i) {
+    auto env = peer.reply(10s);
+    if (!env) break;
+    if (env->type == type) return std::move(*env);
+  }
+  ADD_FAILURE() << "no " << wire::to_string(type) << " arrived";
+  return {};
+}
+
+// A caller that missed the news that its call was fetched (it was away) and
+// sends it again after the fetcher received its result: the head no longer
+// holds the call, and must not take it as a new one and run it again.
+TEST(Fetch, AResubmissionAfterTheFetcherReceivedTheResultDoesNotRunAgain) {
+  LocalCluster cluster(cluster_options(0));
+  auto rt = cluster.connect();
+  auto rec = rt.spawn<Recorder>("fetch-recorder");
+  RawPeer driver(cluster.address());  // a client that will not read what it is sent
+  driver.send(wire::encode(wire::HelloClient{"fetch-raw-driver", {}}));
+  const uint64_t id =
+      (uint64_t{next_of(driver, wire::MsgType::kWelcome).body<wire::Welcome>().client_num} << 40) |
+      1;
+  const wire::Calls call{
+      {wire::Call{id, "fetch-recorder", "record", Blob{pack(std::make_tuple(int64_t{7}))}, 0, 0}}};
+  driver.send(wire::encode(call));
+  driver.send(wire::encode_empty(wire::MsgType::kSync, 9));
+  EXPECT_EQ(next_of(driver, wire::MsgType::kOk).request_id, 9u);
+
+  auto collector = cluster.connect();
+  Future<int64_t> taken = collector.fetch<int64_t>(id);
+  // The head tells the driver at once; it does not listen.
+  const auto told = next_of(driver, wire::MsgType::kResults).body<wire::Results>();
+  ASSERT_EQ(told.results.size(), 1u);
+  EXPECT_NE(told.results[0].payload.data.find("was fetched by another client"), std::string::npos);
+  cluster.add_node(1, "reserved");
+  EXPECT_EQ(taken.get(60s), 7);
+  ASSERT_TRUE(
+      wait_for_status(cluster.address(), [](const ClusterStatus& s) { return s.tasks_live == 0; }));
+
+  // The driver reconnects (the head may have dropped its silent connection)
+  // and resends what it still awaits, as the client library does.
+  driver.send(wire::encode(wire::HelloClient{"fetch-raw-driver", {id}}));
+  next_of(driver, wire::MsgType::kWelcome);
+  driver.send(wire::encode(call));
+  wire::Envelope answer = next_of(driver, wire::MsgType::kResults);
+  bool refused = false;
+  for (const auto& r : answer.body<wire::Results>().results) {
+    if (r.id != id) continue;
+    refused = !r.ok && r.kind == static_cast<int32_t>(ErrorKind::kRejected);
+    EXPECT_NE(r.payload.data.find("its result was received"), std::string::npos) << r.payload.data;
+  }
+  EXPECT_TRUE(refused);
+  EXPECT_EQ(rec.call(&Recorder::stats).get(30s).executions, 1) << "the call ran again";
+
+  // A Fetch over the head's bound is refused as a whole, and the head serves on.
+  driver.send(wire::encode(wire::Fetch{std::vector<uint64_t>((1u << 20) + 1, id)}));
+  EXPECT_EQ(next_of(driver, wire::MsgType::kError).body<wire::Error>().code,
+            static_cast<int32_t>(wire::ErrorCode::kBadRequest));
+  EXPECT_EQ(rec.call(&Recorder::stats).get(30s).executions, 1);
 }
 
 TEST(Fetch, ACallerStillWaitingIsToldItsCallWasFetched) {

@@ -102,8 +102,9 @@ class Future {
   bool valid() const { return s_ != nullptr; }
   // The call's durable id. Another process can take over the call with
   // Runtime::fetch<T>(id) while its result has not been received (the
-  // caller died, say). 0 when the call was refused before it got an id.
-  uint64_t task_id() const { return s_->id; }
+  // caller died, say). 0 when the call was refused before it got an id, or
+  // for a future without a call.
+  uint64_t task_id() const { return s_ ? s_->id : 0; }
 
  private:
   friend struct detail::FutureAccess;
