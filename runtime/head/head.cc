@@ -460,7 +460,7 @@ void Head::on_calls(Client& c, wire::Calls& calls) {
       deadlines_.emplace(t.deadline_ms, t.id);
     }
     record(EventKind::kAccept, t);
-    state_.apply_accept(t);
+    state_.apply_accept(t, &c.rec);
     pit->second.queue.push_back(t.id);
     accepted.ids.push_back(t.id);
   }

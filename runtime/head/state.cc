@@ -38,20 +38,21 @@ void State::apply_actor(const ActorRecord& a) {
   dirty_meta = true;
 }
 
-void State::apply_accept(const TaskRecord& t) {
+void State::apply_accept(const TaskRecord& t, ClientRecord* maker) {
   Task& task = tasks[t.id];
   static_cast<TaskRecord&>(task) = t;
   next_ord = std::max(next_ord, t.ord + 1);
   mark_dirty(t.id, task);
   // The maker's high-water mark (the id's prefix: a fetch changes the caller, not the maker).
-  if (auto maker = client_by_num.find(static_cast<uint32_t>(t.id >> 40));
-      maker != client_by_num.end()) {
-    ClientRecord& rec = clients[maker->second].rec;
-    const uint64_t seq = t.id & ((uint64_t{1} << 40) - 1);
-    if (seq > rec.max_seq) {
-      rec.max_seq = seq;
-      dirty_meta = true;
-    }
+  if (!maker) {
+    auto it = client_by_num.find(static_cast<uint32_t>(t.id >> 40));
+    if (it == client_by_num.end()) return;
+    maker = &clients[it->second].rec;
+  }
+  const uint64_t seq = t.id & ((uint64_t{1} << 40) - 1);
+  if (seq > maker->max_seq) {
+    maker->max_seq = seq;
+    dirty_meta = true;
   }
 }
 

@@ -198,7 +198,9 @@ class State {
   void apply_client(const ClientRecord& c);
   void apply_pool(const PoolRecord& p);
   void apply_actor(const ActorRecord& a);
-  void apply_accept(const TaskRecord& t);
+  // `maker`: the record of the client that made the call (the live head has
+  // it at hand), else found by the id's prefix.
+  void apply_accept(const TaskRecord& t, ClientRecord* maker = nullptr);
   void apply_lease(const LeaseEvent& e);
   void apply_finish(const FinishEvent& e);
   void apply_requeue(const RequeueEvent& e);
