@@ -377,21 +377,18 @@ void Head::queue_result(const Task& t) {
   if (cit == state_.client_by_num.end()) return;
   const Client& c = state_.clients[cit->second];
   if (c.peer.empty()) return;  // sent when the caller reconnects and asks again
-  Outbox& box = to_callers_[c.peer];
-  box.results.results.push_back(wire::Result{t.id, t.ok, t.kind, t.error_type, t.result});
-  box.batch_bytes += t.result.data.size() + 32;
-  if (box.batch_bytes > kBatchBytes) {
-    box.frames.push_back(wire::encode(box.results));
-    box.results.results.clear();
-    box.batch_bytes = 0;
-  }
+  queue_to_caller(c.peer, wire::Result{t.id, t.ok, t.kind, t.error_type, t.result});
 }
 
 void Head::queue_rejection(const std::string& peer, uint64_t id, const std::string& why) {
+  queue_to_caller(peer, wire::Result{id, false, static_cast<int32_t>(ErrorKind::kRejected),
+                                     "rejected", Blob{why}});
+}
+
+void Head::queue_to_caller(const std::string& peer, wire::Result r) {
   Outbox& box = to_callers_[peer];
-  box.results.results.push_back(
-      wire::Result{id, false, static_cast<int32_t>(ErrorKind::kRejected), "rejected", Blob{why}});
-  box.batch_bytes += why.size() + 32;
+  box.batch_bytes += r.payload.data.size() + 32;
+  box.results.results.push_back(std::move(r));
   if (box.batch_bytes > kBatchBytes) {
     box.frames.push_back(wire::encode(box.results));
     box.results.results.clear();
@@ -510,14 +507,11 @@ std::string Head::not_held_message(uint64_t id) const {
   auto owner = state_.client_by_num.find(static_cast<uint32_t>(id >> 40));
   if (owner == state_.client_by_num.end()) return head + "no client of this head made it";
   if ((id & kSeqMask) > state_.clients.at(owner->second).rec.max_seq) {
-    return head +
-           "it was never accepted (its caller had not sent it, or the head died before committing "
-           "it)";
+    return head + "it was never accepted (its caller had not sent it, or the head died before " +
+           "committing it)";
   }
-  return head +
-         "it was accepted, and its result was received (by its caller or a client that fetched "
-         "it), or it "
-         "was refused";
+  return head + "it was accepted, and its result was received (by its caller or a client that " +
+         "fetched it), or it was refused";
 }
 
 void Head::time_out(Task& t) {

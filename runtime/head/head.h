@@ -77,6 +77,8 @@ class Head {
   void on_fetch(Client& c, const wire::Fetch& f);
   // A kRejected result for call `id` to `peer`, in its batch of results.
   void queue_rejection(const std::string& peer, uint64_t id, const std::string& why);
+  // Adds `r` to the caller's batch of results, closing the batch at about kBatchBytes.
+  void queue_to_caller(const std::string& peer, wire::Result r);
   // Why the head does not hold call `id`, as far as its client's high-water mark tells.
   std::string not_held_message(uint64_t id) const;
   static constexpr uint64_t kSeqMask =
