@@ -8,10 +8,19 @@ namespace {
 
 void write_config(torch::serialize::OutputArchive& a, const DiTConfig& c) {
   a.write("config/name", c10::IValue(c.name));
-  for (auto [key, v] : std::initializer_list<std::pair<const char*, int64_t>>{
-           {"image_size", c.image_size}, {"channels", c.channels}, {"patch", c.patch},
-           {"dim", c.dim}, {"depth", c.depth}, {"heads", c.heads}, {"mlp_ratio", c.mlp_ratio},
-           {"vocab", c.vocab}, {"text_len", c.text_len}, {"text_depth", c.text_depth}})
+  for (auto [key, v] :
+       std::initializer_list<std::pair<const char*, int64_t>>{{"image_size", c.image_size},
+                                                              {"channels", c.channels},
+                                                              {"patch", c.patch},
+                                                              {"dim", c.dim},
+                                                              {"depth", c.depth},
+                                                              {"heads", c.heads},
+                                                              {"mlp_ratio", c.mlp_ratio},
+                                                              {"vocab", c.vocab},
+                                                              {"text_len", c.text_len},
+                                                              {"text_depth", c.text_depth},
+                                                              {"pixel_head", c.pixel_head},
+                                                              {"pixel_features", c.pixel_features}})
     a.write(std::string("config/") + key, c10::IValue(v));
 }
 
@@ -40,6 +49,10 @@ DiTConfig read_config(torch::serialize::InputArchive& a) {
   c.vocab = read_int(a, "config/vocab");
   c.text_len = read_int(a, "config/text_len");
   c.text_depth = read_int(a, "config/text_depth");
+  // Absent in checkpoints made before the pixel head existed: no head.
+  c10::IValue v;
+  c.pixel_head = a.try_read("config/pixel_head", v) && v.isInt() ? v.toInt() : 0;
+  if (a.try_read("config/pixel_features", v) && v.isInt()) c.pixel_features = v.toInt();
   return c;
 }
 
@@ -98,6 +111,23 @@ LoadedCheckpoint load_checkpoint(const std::string& path) {
     p.value().copy_(t);
   }
   return out;
+}
+
+std::vector<std::string> copy_matching_weights(DiT& from, DiT& to) {
+  auto source = from->named_parameters();
+  std::vector<std::string> fresh;
+  torch::NoGradGuard no_grad;
+  for (auto& p : to->named_parameters()) {
+    const auto* t = source.find(p.key());
+    if (!t) {
+      fresh.push_back(p.key());
+      continue;
+    }
+    if (t->sizes() != p.value().sizes())
+      throw CheckpointError("weight '" + p.key() + "' has another shape in the new configuration");
+    p.value().copy_(*t);
+  }
+  return fresh;
 }
 
 }  // namespace spotlight::models

@@ -4,6 +4,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "models/dit.h"
 
@@ -34,5 +35,11 @@ struct LoadedCheckpoint {
   CheckpointInfo info;
 };
 LoadedCheckpoint load_checkpoint(const std::string& path);
+
+// Copies every weight of `from` into the weight of `to` with the same name,
+// so a trained model carries over into a configuration that adds layers
+// (a pixel head). Returns the names of `to`'s weights left as initialised;
+// throws CheckpointError if a shared name has another shape.
+std::vector<std::string> copy_matching_weights(DiT& from, DiT& to);
 
 }  // namespace spotlight::models

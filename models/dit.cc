@@ -19,6 +19,8 @@ void DiTConfig::validate() const {
   if (heads <= 0 || dim % heads != 0) fail("dim must be a multiple of heads");
   if (dim % 4 != 0) fail("dim must be a multiple of 4 (2-D sin-cos positions)");
   if (vocab < 2 || text_len < 1) fail("vocab must be >= 2 and text_len >= 1");
+  if (pixel_head < 0 || pixel_features < 0 || (pixel_head > 0 && pixel_features == 0))
+    fail("pixel_head and pixel_features must be >= 0, and pixel_features > 0 with a pixel head");
 }
 
 DiTConfig dit_config(const std::string& name) {
@@ -68,6 +70,15 @@ torch::Tensor invariant_linear(const torch::nn::Linear& l, const torch::Tensor& 
   auto shape = x.sizes().vec();
   shape.back() = out;
   return y.view(shape);
+}
+
+// Batch-invariant 3x3 convolution (padding 1). LibTorch's conv2d goes to
+// oneDNN on a CPU, whose kernels differ with the batch (measured: a sample's
+// output changed between batch 1 and 32); the im2col + GEMM convolution runs
+// the same product per sample whatever the batch and thread count. An
+// unfold + invariant_linear twin gave the same bits at a tenth of the speed.
+torch::Tensor invariant_conv3x3(const torch::nn::Conv2d& l, const torch::Tensor& x) {
+  return at::thnn_conv2d(x, l->weight, {3, 3}, l->bias, {1, 1}, {1, 1});
 }
 
 // The DiT's LayerNorms (no affine parameters: adaLN supplies shift and scale).
@@ -229,6 +240,18 @@ DiTImpl::DiTImpl(DiTConfig cfg) : cfg_(std::move(cfg)) {
   final_out_ = register_module("final_out", torch::nn::Linear(D, cfg_.patch * cfg_.patch * cfg_.channels));
   zero_linear(final_mod_);
   zero_linear(final_out_);  // the untrained model predicts zero velocity
+  if (cfg_.pixel_head > 0) {
+    const auto C = cfg_.channels, Fp = cfg_.pixel_features, K = cfg_.pixel_head;
+    pixel_feat_ = register_module("pixel_feat", torch::nn::Linear(D, cfg_.patch * cfg_.patch * Fp));
+    pixel_in_ = register_module(
+        "pixel_in", torch::nn::Conv2d(torch::nn::Conv2dOptions(2 * C + Fp, K, 3).padding(1)));
+    pixel_out_ = register_module("pixel_out",
+                                 torch::nn::Conv2d(torch::nn::Conv2dOptions(K, C, 3).padding(1)));
+    init_linear(pixel_feat_);
+    torch::nn::init::zeros_(
+        pixel_out_->weight);                    // the head starts as the identity: a model gains it
+    torch::nn::init::zeros_(pixel_out_->bias);  // without changing what it draws
+  }
 }
 
 torch::Tensor DiTImpl::patchify(const torch::Tensor& x) const {
@@ -239,7 +262,7 @@ torch::Tensor DiTImpl::patchify(const torch::Tensor& x) const {
 }
 
 torch::Tensor DiTImpl::unpatchify(const torch::Tensor& t) const {
-  const auto p = cfg_.patch, C = cfg_.channels, g = cfg_.image_size / p, B = t.size(0);
+  const auto p = cfg_.patch, C = t.size(2) / (p * p), g = cfg_.image_size / p, B = t.size(0);
   return t.view({B, g, g, C, p, p}).permute({0, 3, 1, 4, 2, 5}).reshape({B, C, g * p, g * p});
 }
 
@@ -281,9 +304,23 @@ torch::Tensor DiTImpl::forward(const torch::Tensor& x, const torch::Tensor& s, c
     ctx = hc;
   }
   auto mod = invariant_linear(final_mod_, F::silu(c)).chunk(2, -1);
-  auto patches = invariant_linear(final_out_, kernels::adaln_modulate(h, mod[0], mod[1], kNormEps));
+  auto hn = kernels::adaln_modulate(h, mod[0], mod[1], kNormEps);
+  auto patches = invariant_linear(final_out_, hn);
+  if (cfg_.pixel_head > 0) {  // the features travel with the patches through the gather
+    const auto n = patches.size(2);
+    patches = torch::cat({patches, invariant_linear(pixel_feat_, hn)}, 2);
+    if (sp) patches = gather_tokens(patches, *sp->comm);
+    return refine(unpatchify(patches.narrow(2, 0, n)),
+                  unpatchify(patches.narrow(2, n, patches.size(2) - n)), x);
+  }
   if (sp) patches = gather_tokens(patches, *sp->comm);
   return unpatchify(patches);
+}
+
+torch::Tensor DiTImpl::refine(const torch::Tensor& v, const torch::Tensor& features,
+                              const torch::Tensor& x) {
+  auto hidden = F::silu(invariant_conv3x3(pixel_in_, torch::cat({v, features, x}, 1)));
+  return v + invariant_conv3x3(pixel_out_, hidden);
 }
 
 int64_t DiTImpl::parameter_count() const {

@@ -23,6 +23,12 @@ struct DiTConfig {
   int64_t vocab = 64;       // token ids the text encoder accepts
   int64_t text_len = 12;    // prompt tokens, padded with id 0
   int64_t text_depth = 2;   // self-attention layers of the text encoder
+  // Pixel head: hidden channels of two 3x3 convolutions that refine the
+  // unpatchified velocity across patch borders (0: none, the DiT as in SD3).
+  // A patch's pixels otherwise come from its token alone, so edges follow the
+  // patch grid; the head sees each pixel's neighbours in the next patches.
+  int64_t pixel_head = 0;
+  int64_t pixel_features = 8;  // per-pixel features the last layer adds for the head
 
   int64_t image_tokens() const { return (image_size / patch) * (image_size / patch); }
   // Throws std::invalid_argument on an inconsistent configuration.
@@ -105,6 +111,9 @@ class DiTImpl : public torch::nn::Module {
   torch::Tensor patchify(const torch::Tensor& x) const;
   torch::Tensor unpatchify(const torch::Tensor& t) const;
   torch::Tensor timestep_embedding(const torch::Tensor& s) const;
+  // v + conv(silu(conv([v, features, x]))): the pixel head (pixel_head > 0).
+  torch::Tensor refine(const torch::Tensor& v, const torch::Tensor& features,
+                       const torch::Tensor& x);
 
   DiTConfig cfg_;
   torch::nn::Linear patch_embed_{nullptr};
@@ -114,6 +123,8 @@ class DiTImpl : public torch::nn::Module {
   torch::nn::Linear text_pool_{nullptr}, text_proj_{nullptr};
   torch::nn::ModuleList blocks_;
   torch::nn::Linear final_mod_{nullptr}, final_out_{nullptr};
+  torch::nn::Linear pixel_feat_{nullptr};  // the pixel head's layers
+  torch::nn::Conv2d pixel_in_{nullptr}, pixel_out_{nullptr};
 };
 TORCH_MODULE(DiT);
 

@@ -23,8 +23,9 @@ namespace {
 
 // A small model so that tests run in seconds; 16x16 is the smallest size the
 // scene renderer draws.
-DiTConfig test_config() {
+DiTConfig test_config(int64_t pixel_head = 0) {
   DiTConfig c;
+  c.pixel_head = pixel_head;
   c.name = "test";
   c.image_size = 16;
   c.patch = 4;
@@ -37,13 +38,19 @@ DiTConfig test_config() {
 
 // adaLN-Zero starts every block as the identity and the output at zero; give
 // the zero-initialised layers some weight so that every path carries signal.
-DiT perturbed_model(uint64_t seed) {
-  torch::manual_seed(seed);
-  DiT m(test_config());
+void perturb(DiT& m) {
   torch::NoGradGuard ng;
   for (auto& p : m->named_parameters())
-    if (p.key().find("mod") != std::string::npos || p.key().find("final_out") != std::string::npos)
+    if (p.key().find("mod") != std::string::npos ||
+        p.key().find("final_out") != std::string::npos ||
+        p.key().find("pixel_out") != std::string::npos)
       p.value().normal_(0.0, 0.05);
+}
+
+DiT perturbed_model(uint64_t seed, int64_t pixel_head = 0) {
+  torch::manual_seed(seed);
+  DiT m(test_config(pixel_head));
+  perturb(m);
   return m;
 }
 
@@ -90,6 +97,44 @@ TEST(DiT, PredictsAVelocityOfTheImageShapeAndStartsAtZero) {
   EXPECT_THROW(m->forward(torch::randn({3, 3, 8, 8}), torch::full({3}, 0.5), tokens), c10::Error);
 }
 
+TEST(DiT, AGrownPixelHeadStartsAsTheIdentityAndThenSeesAcrossPatchBorders) {
+  auto plain = perturbed_model(4);
+  DiT grown(test_config(8));
+  auto fresh = copy_matching_weights(plain, grown);
+  EXPECT_EQ(fresh.size(), 6u) << "pixel_feat, pixel_in and pixel_out, weights and biases";
+  for (const auto& name : fresh) EXPECT_EQ(name.rfind("pixel_", 0), 0u) << name;
+  torch::NoGradGuard ng;
+  auto x = torch::randn({2, 3, 16, 16});
+  auto s = torch::full({2}, 0.4);
+  auto tokens = encode_prompts(some_prompts(2), 12);
+  auto v = plain->forward(x, s, tokens);
+  EXPECT_TRUE(torch::equal(v, grown->forward(x, s, tokens)))
+      << "a model that gains a head must draw as before";
+  // Trained, the head moves a pixel by its neighbours across the patch
+  // border. With the blocks left as identities (adaLN-Zero), a patch's output
+  // comes from its own token alone; a change to pixel (5, 3) of x, in the
+  // first column of 4x4 patches, then reaches pixel (5, 4), in the second,
+  // only through the head.
+  auto local = [&](int64_t pixel_head) {
+    torch::manual_seed(5);
+    DiT m(test_config(pixel_head));
+    for (auto& p : m->named_parameters())
+      if (p.key().rfind("final_", 0) == 0 || p.key().rfind("pixel_out", 0) == 0)
+        p.value().normal_(0.0, 0.05);
+    return m;
+  };
+  auto x2 = x.clone();
+  x2.index_put_({0, 0, 5, 3}, x2.index({0, 0, 5, 3}) + 1.0);
+  auto reach = [&](DiT m) {
+    auto d = (m->forward(x2, s, tokens) - m->forward(x, s, tokens)).abs();
+    return d.index({0, torch::indexing::Slice(), 5, 4}).max().item<double>();
+  };
+  EXPECT_EQ(reach(local(0)), 0.0) << "without the head the next patch does not see the pixel";
+  EXPECT_GT(reach(local(8)), 0.0) << "the head does not see across the patch border";
+  DiT other(test_config(4));  // another head width: its weights cannot carry over
+  EXPECT_THROW(copy_matching_weights(grown, other), CheckpointError);
+}
+
 TEST(SeedNoise, DependsOnlyOnTheSeed) {
   auto a = seed_noise({7, 8, 9}, 3, {3, 4, 4});
   auto b = seed_noise({9, 7}, 3, {3, 4, 4});
@@ -99,8 +144,14 @@ TEST(SeedNoise, DependsOnlyOnTheSeed) {
   EXPECT_FALSE(torch::equal(seed_noise({7}, 3, {3, 4, 4})[0], seed_noise({7}, 4, {3, 4, 4})[0]));
 }
 
-TEST(Sampler, SeededSamplingIsBitIdenticalAcrossRunsBatchesAndThreads) {
-  auto model = perturbed_model(2);
+class SeededSampling : public ::testing::TestWithParam<int64_t> {};
+
+// With and without the pixel head, whose convolutions must keep the promise too.
+INSTANTIATE_TEST_SUITE_P(Sampler, SeededSampling, ::testing::Values(0, 8),
+                         [](const auto& info) { return "PixelHead" + std::to_string(info.param); });
+
+TEST_P(SeededSampling, IsBitIdenticalAcrossRunsBatchesAndThreads) {
+  auto model = perturbed_model(2, GetParam());
   auto prompts = some_prompts(5);
   std::vector<uint64_t> seeds{11, 12, 13, 14, 15};
   SamplerOptions opts;
@@ -445,8 +496,13 @@ TEST(Training, NftReferenceTermAddsTheVelocitysDistanceFromTheReference) {
   EXPECT_THROW(nft_loss(model, old, x0, tokens, r, s, eps, 1.0, nullptr, w, nullptr, weight), std::invalid_argument);
 }
 
-TEST(Checkpoint, RoundTripReproducesTheModelBitForBit) {
-  auto model = perturbed_model(8);
+class CheckpointRoundTrip : public ::testing::TestWithParam<int64_t> {};
+
+INSTANTIATE_TEST_SUITE_P(Checkpoint, CheckpointRoundTrip, ::testing::Values(0, 8),
+                         [](const auto& info) { return "PixelHead" + std::to_string(info.param); });
+
+TEST_P(CheckpointRoundTrip, ReproducesTheModelBitForBit) {
+  auto model = perturbed_model(8, GetParam());
   const auto path = temp_path("spotlight-ck.pt");
   save_checkpoint(path, model, {"grpo", 42, 0.5, 3.5});
   auto loaded = load_checkpoint(path);
@@ -455,6 +511,7 @@ TEST(Checkpoint, RoundTripReproducesTheModelBitForBit) {
   EXPECT_EQ(loaded.info.step, 42);
   EXPECT_DOUBLE_EQ(loaded.info.reward, 0.5);
   EXPECT_EQ(loaded.model->config().dim, 32);
+  EXPECT_EQ(loaded.model->config().pixel_head, GetParam());
   auto tokens = encode_prompts(some_prompts(2), 12);
   auto x = torch::randn({2, 3, 16, 16});
   EXPECT_TRUE(torch::equal(model->forward(x, torch::full({2}, 0.3), tokens),

@@ -100,6 +100,29 @@ TEST(Ulysses, DiTForwardAtDegreeTwoAndFourEqualsTheSingleRankForward) {
   }
 }
 
+TEST(Ulysses, APixelHeadSeesTheWholeImageOnEveryRank) {
+  // The head's convolutions cross the patch borders, so its features travel
+  // with the patches through the gather and every rank refines the whole image.
+  auto ck =
+      models::load_checkpoint(std::string(SPOTLIGHT_SOURCE_DIR) + "/models/checkpoints/tiny.pt");
+  auto cfg = ck.model->config();
+  if (cfg.pixel_head == 0) cfg.pixel_head = 16;
+  models::DiT model(cfg);
+  models::copy_matching_weights(ck.model, model);
+  torch::NoGradGuard no_grad;
+  for (auto& p : model->named_parameters())
+    if (p.key().rfind("pixel_out", 0) == 0) p.value().add_(torch::randn_like(p.value()) * 0.05);
+  auto x = torch::randn({2, cfg.channels, cfg.image_size, cfg.image_size});
+  auto s = torch::tensor({0.8f, 0.2f});
+  auto tokens = torch::randint(2, 20, {2, cfg.text_len}, torch::kInt64);
+  auto single = model->forward(x, s, tokens);
+  auto outs = on_ranks(2, "pixel", [&](collective::Communicator& c) {
+    models::SequenceParallel sp{&c};
+    return model->forward(x, s, tokens, &sp);
+  });
+  for (int r = 0; r < 2; ++r) EXPECT_LT(max_diff(outs[r], single), 1e-4) << "rank " << r;
+}
+
 TEST(Ulysses, ADegreeThatDoesNotDivideTheHeadsIsRefused) {
   auto model = models::DiT(models::dit_config("tiny"));
   const auto& cfg = model->config();

@@ -23,13 +23,19 @@ int main(int argc, char** argv) {
   spotlight::tools::ensure_passive_omp(argv);
   CLI::App app{"spotlight-pretrain: flow-matching pre-training of the base DiT on rendered scenes"};
   std::string config = "tiny", out = "pretrained.pt", resume, device = "cpu";
-  int steps = 6000, batch = 64, eval_every = 1000, threads = 2, warmup = 200;
+  int steps = 6000, batch = 64, eval_every = 1000, threads = 2, warmup = 200, pixel_head = -1;
   double lr = 1e-3, minutes = 0, ema_decay = 0.999, shift = 1.0, cond_drop = 0.1, guidance = -1;
   uint64_t seed = 1;
   models::EvalOptions eval;
   app.add_option("--config", config, "model configuration (tiny, base)");
   app.add_option("--out", out, "checkpoint to write (the EMA weights)");
   app.add_option("--resume", resume, "start from this checkpoint instead of a fresh model");
+  app.add_option("--pixel-head", pixel_head,
+                 "hidden channels of the pixel head (docs/models.md; 0: none). With --resume, a "
+                 "model without "
+                 "one gains it, starting as the identity (default: the configuration's or the "
+                 "checkpoint's)")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--steps", steps, "optimiser steps")->check(CLI::PositiveNumber);
   app.add_option("--minutes", minutes, "stop after this wall time even if steps remain (0: no limit)")
       ->check(CLI::NonNegativeNumber);
@@ -64,8 +70,22 @@ int main(int argc, char** argv) {
       model = ck.model;
       start_step = ck.info.step;
       resumed_guidance = ck.info.guidance;
+      if (pixel_head >= 0 && pixel_head != model->config().pixel_head) {
+        if (model->config().pixel_head > 0)
+          throw std::invalid_argument("the checkpoint already has a pixel head of " +
+                                      std::to_string(model->config().pixel_head) + " channels");
+        auto cfg = model->config();
+        cfg.pixel_head = pixel_head;
+        models::DiT grown(cfg);
+        auto fresh = models::copy_matching_weights(model, grown);
+        std::cerr << "spotlight-pretrain: pixel head of " << pixel_head << " channels added ("
+                  << fresh.size() << " new weights)\n";
+        model = grown;
+      }
     } else {
-      model = models::DiT(models::dit_config(config));
+      auto cfg = models::dit_config(config);
+      if (pixel_head >= 0) cfg.pixel_head = pixel_head;
+      model = models::DiT(cfg);
     }
     const auto dev = spotlight::tools::parse_device(device);
     model->to(dev);
