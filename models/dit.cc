@@ -306,15 +306,13 @@ torch::Tensor DiTImpl::forward(const torch::Tensor& x, const torch::Tensor& s, c
   auto mod = invariant_linear(final_mod_, F::silu(c)).chunk(2, -1);
   auto hn = kernels::adaln_modulate(h, mod[0], mod[1], kNormEps);
   auto patches = invariant_linear(final_out_, hn);
-  if (cfg_.pixel_head > 0) {  // the features travel with the patches through the gather
-    const auto n = patches.size(2);
-    patches = torch::cat({patches, invariant_linear(pixel_feat_, hn)}, 2);
-    if (sp) patches = gather_tokens(patches, *sp->comm);
-    return refine(unpatchify(patches.narrow(2, 0, n)),
-                  unpatchify(patches.narrow(2, n, patches.size(2) - n)), x);
-  }
+  const auto n = patches.size(2);
+  // The pixel head's features travel with the patches through the gather.
+  if (cfg_.pixel_head > 0) patches = torch::cat({patches, invariant_linear(pixel_feat_, hn)}, 2);
   if (sp) patches = gather_tokens(patches, *sp->comm);
-  return unpatchify(patches);
+  if (cfg_.pixel_head == 0) return unpatchify(patches);
+  return refine(unpatchify(patches.narrow(2, 0, n)),
+                unpatchify(patches.narrow(2, n, patches.size(2) - n)), x);
 }
 
 torch::Tensor DiTImpl::refine(const torch::Tensor& v, const torch::Tensor& features,
