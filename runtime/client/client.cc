@@ -7,6 +7,7 @@
 #include "common/ids.h"
 #include "spotlight/spotlight.h"
 #include "transport/spin.h"
+#include "wire/child_ids.h"
 
 namespace spotlight {
 namespace detail {
@@ -80,12 +81,25 @@ size_t Client::pending() const {
 }
 
 std::shared_ptr<FutureState> Client::submit(const std::string& mailbox, const std::string& method,
-                                            std::string args, const CallOptions& options) {
+                                            std::string args, const CallOptions& options,
+                                            CallOrigin* origin) {
   auto state = std::make_shared<FutureState>();
   state->waiter = weak_from_this();
+  // A task's call: its id follows from its parent, its number and what it
+  // calls (hashed here, outside the lock).
+  uint64_t child_id = 0, child_key = 0;
+  if (origin) {
+    child_key = origin->next_key();
+    child_id = wire::child_call_id(origin->parent, child_key, mailbox, method, args);
+  }
   bool wake, alone;
   {
     std::unique_lock<std::mutex> l(mu_);
+    // An earlier run of the parent on this node made the same call, and it is
+    // still in flight: both wait for the one result.
+    if (origin) {
+      if (auto it = pending_.find(child_id); it != pending_.end()) return it->second.state;
+    }
     if (!wait_for_room(l, *state)) return state;
     if (args.size() + mailbox.size() + method.size() + 64 > max_frame_) {
       state->resolve(false,
@@ -95,11 +109,11 @@ std::shared_ptr<FutureState> Client::submit(const std::string& mailbox, const st
                      ErrorKind::kRejected, "rejected");
       return state;
     }
-    uint64_t id = (static_cast<uint64_t>(num_) << 40) | ++next_seq_;
+    const uint64_t id = origin ? child_id : (static_cast<uint64_t>(num_) << 40) | ++next_seq_;
     state->id = id;
-    pending_.emplace(id,
-                     Pending{state, wire::Call{id, mailbox, method, Blob{std::move(args)},
-                                               options.max_attempts, options.deadline.count()}});
+    pending_.emplace(id, Pending{state, wire::Call{id, mailbox, method, Blob{std::move(args)},
+                                                   options.max_attempts, options.deadline.count(),
+                                                   origin ? origin->parent : 0, child_key}});
     wake = outq_.empty();
     alone = pending_.size() == 1;
     outq_.push_back(id);
@@ -487,9 +501,10 @@ void Client::io_loop() {
   if (!acks_.empty()) transport::send(dealer_, wire::encode(wire::AckResults{std::move(acks_)}));
 }
 
-std::shared_ptr<FutureState> submit(Client& c, const std::string& mailbox, const std::string& method,
-                                    std::string args, const CallOptions& options) {
-  return c.submit(mailbox, method, std::move(args), options);
+std::shared_ptr<FutureState> submit(Client& c, const std::string& mailbox,
+                                    const std::string& method, std::string args,
+                                    const CallOptions& options, CallOrigin* origin) {
+  return c.submit(mailbox, method, std::move(args), options, origin);
 }
 
 std::shared_ptr<FutureState> fetch(Client& c, uint64_t task_id) {

@@ -22,13 +22,17 @@
 
 namespace spotlight::detail {
 
+class CallOrigin;
+
 class Client final : public Waiter, public std::enable_shared_from_this<Client> {
  public:
   Client(std::string address, ConnectOptions options);
   ~Client();
 
+  // With `origin`, the call is that running task's own (a child id, wire/child_ids.h).
   std::shared_ptr<FutureState> submit(const std::string& mailbox, const std::string& method,
-                                      std::string args, const CallOptions& options);
+                                      std::string args, const CallOptions& options,
+                                      CallOrigin* origin = nullptr);
   // Awaits the result of another client's call (Runtime::fetch).
   std::shared_ptr<FutureState> fetch(uint64_t task_id);
   // Sends a control request and waits for its reply frame; throws ConnectionError

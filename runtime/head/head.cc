@@ -7,6 +7,7 @@
 
 #include "spotlight/errors.h"
 #include "transport/spin.h"
+#include "wire/child_ids.h"
 
 namespace spotlight::head {
 
@@ -305,6 +306,14 @@ void Head::on_hello_client(const std::string& peer, const wire::HelloClient& h, 
   }
   auto it = state_.clients.find(h.client_id);
   if (it == state_.clients.end()) {
+    if (state_.next_client >= kMaxClients) {
+      // A client's number is its task ids' prefix; bit 63 marks child ids.
+      reply_error(
+          peer, wire::ErrorCode::kBadRequest,
+          "this head has given out all its client numbers (" + std::to_string(kMaxClients) + ")",
+          rid);
+      return;
+    }
     store::ClientRecord rec{h.client_id, state_.next_client};
     record(EventKind::kClient, rec);
     state_.apply_client(rec);
@@ -405,7 +414,9 @@ void Head::on_calls(Client& c, wire::Calls& calls) {
       count(counter);
       queue_rejection(c.peer, call.id, why);
     };
-    if ((call.id >> 40) != c.rec.num) {
+    if (wire::is_child_id(call.id) || call.parent != 0) {
+      if (on_known_child_call(c, call, accepted.ids)) continue;
+    } else if ((call.id >> 40) != c.rec.num) {
       reject("task id is outside this client's range", "rejected_bad_id");
       continue;
     }
@@ -420,7 +431,7 @@ void Head::on_calls(Client& c, wire::Calls& calls) {
       if (existing->second.state == TaskState::kDone) queue_result(existing->second);
       continue;
     }
-    if ((call.id & kSeqMask) <= c.rec.max_seq) {
+    if (!wire::is_child_id(call.id) && (call.id & kSeqMask) <= c.rec.max_seq) {
       // Accepted once and no longer held: its result was received, by a
       // client that fetched it (this caller missed the news), or it was
       // refused. Accepting it again would run it again.
@@ -452,6 +463,7 @@ void Head::on_calls(Client& c, wire::Calls& calls) {
     t.method = std::move(call.method);
     t.args = std::move(call.args);
     t.max_attempts = call.max_attempts > 0 ? call.max_attempts : 3;
+    t.parent = call.parent;
     if (call.deadline_ms > 0) {
       t.deadline_ms = wall_ms_ + call.deadline_ms;
       deadlines_.emplace(t.deadline_ms, t.id);
@@ -461,6 +473,40 @@ void Head::on_calls(Client& c, wire::Calls& calls) {
     pit->second.queue.push_back(t.id);
     accepted.ids.push_back(t.id);
   }
+}
+
+bool Head::on_known_child_call(Client& c, const wire::Call& call, std::vector<uint64_t>& accepted) {
+  if (call.parent == 0 || !wire::is_child_id(call.id) ||
+      call.id != wire::child_call_id(call.parent, call.child_key, call.mailbox, call.method,
+                                     call.args.data)) {
+    count("rejected_bad_id");
+    queue_rejection(c.peer, call.id,
+                    "a call made by a task must carry the id derived from its parent, key and "
+                    "contents (wire/child_ids.h)");
+    return true;
+  }
+  auto it = state_.tasks.find(call.id);
+  if (it == state_.tasks.end()) return false;
+  Task& t = it->second;
+  if (t.caller != c.rec.num) {
+    // The parent runs again, here: its earlier run's node is gone or gave the
+    // task back. That run, if it still waits, learns that it will not get the result.
+    if (auto old = state_.client_by_num.find(t.caller); old != state_.client_by_num.end()) {
+      const Client& prev = state_.clients[old->second];
+      if (!prev.peer.empty()) {
+        queue_rejection(prev.peer, t.id,
+                        "call " + std::to_string(t.id) + " was made again by a later run of task " +
+                            std::to_string(call.parent) + ", which receives its result");
+      }
+    }
+    ClaimEvent e{t.id, c.rec.num};
+    record(EventKind::kClaim, e);
+    state_.apply_claim(e);
+  }
+  count("child_calls_answered_again");
+  accepted.push_back(t.id);
+  if (t.state == TaskState::kDone) queue_result(t);
+  return true;
 }
 
 void Head::on_ack(const Client& c, const wire::AckResults& a) {
@@ -504,6 +550,11 @@ void Head::on_fetch(Client& c, const wire::Fetch& f) {
 
 std::string Head::not_held_message(uint64_t id) const {
   const std::string head = "call " + std::to_string(id) + " is not held by this head: ";
+  if (wire::is_child_id(id)) {
+    return head +
+           "a task made it, and it was never accepted, or its parent is done and its "
+           "result was received";
+  }
   auto owner = state_.client_by_num.find(static_cast<uint32_t>(id >> 40));
   if (owner == state_.client_by_num.end()) return head + "no client of this head made it";
   if ((id & kSeqMask) > state_.clients.at(owner->second).rec.max_seq) {

@@ -75,6 +75,10 @@ class Head {
   // Makes `c` the caller of each call fetched, durably, and sends the results
   // it has (the rest follow when they are stored).
   void on_fetch(Client& c, const wire::Fetch& f);
+  // A call made by a running task, if the head holds it already (the parent
+  // runs again): `c` becomes its caller and hears of it as a resubmission.
+  // Returns false for a call to accept as new; rejects a forged id.
+  bool on_known_child_call(Client& c, const wire::Call& call, std::vector<uint64_t>& accepted);
   // A kRejected result for call `id` to `peer`, in its batch of results.
   void queue_rejection(const std::string& peer, uint64_t id, const std::string& why);
   // Adds `r` to the caller's batch of results, closing the batch at about kBatchBytes.
@@ -83,6 +87,7 @@ class Head {
   std::string not_held_message(uint64_t id) const;
   static constexpr uint64_t kSeqMask =
       (uint64_t{1} << 40) - 1;  // task id: client number << 40 | sequence
+  static constexpr uint32_t kMaxClients = uint32_t{1} << 23;  // keeps bit 63 for child ids
   static constexpr int64_t kMaxDeadlineMs = int64_t{365} * 24 * 3600 * 1000;
   static constexpr size_t kMaxFetchIds = size_t{1} << 20;
   static std::string claimed_message(uint64_t id) {

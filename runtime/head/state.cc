@@ -43,6 +43,13 @@ void State::apply_accept(const TaskRecord& t, ClientRecord* maker) {
   static_cast<TaskRecord&>(task) = t;
   next_ord = std::max(next_ord, t.ord + 1);
   mark_dirty(t.id, task);
+  if (t.parent != 0) {
+    // Indexed only while the parent may run again; a call whose parent is
+    // done or gone (not held) is forgotten like any other once received.
+    auto p = tasks.find(t.parent);
+    if (p != tasks.end() && p->second.state != TaskState::kDone) children[t.parent].push_back(t.id);
+  }
+  if (t.id >> 63) return;  // a child id: no client's high-water mark
   // The maker's high-water mark (the id's prefix: a fetch changes the caller, not the maker).
   if (!maker) {
     auto it = client_by_num.find(static_cast<uint32_t>(t.id >> 40));
@@ -82,6 +89,15 @@ void State::apply_finish(const FinishEvent& e) {
   t.checkpoint.data.clear();
   t.has_checkpoint = false;
   mark_dirty(e.id, t);
+  // The task will not run again: the calls it made and whose results it
+  // received are no longer needed; the others go when received.
+  if (auto c = children.find(e.id); c != children.end()) {
+    for (uint64_t child : c->second) {
+      auto ct = tasks.find(child);
+      if (ct != tasks.end() && ct->second.received) erase_task(ct);
+    }
+    children.erase(c);
+  }
 }
 
 void State::apply_requeue(const RequeueEvent& e) {
@@ -119,11 +135,21 @@ std::vector<uint64_t> State::apply_forget(const std::vector<uint64_t>& ids, uint
     auto it = tasks.find(id);
     if (it == tasks.end() || it->second.state != TaskState::kDone) continue;
     if (caller != 0 && it->second.caller != caller) continue;
-    if (it->second.in_snapshot) erased_tasks.push_back(id);
-    tasks.erase(it);
     forgotten.push_back(id);
+    if (Task& t = it->second; t.parent != 0 && children.count(t.parent)) {
+      t.received = true;  // its parent may run again and ask for it
+      mark_dirty(id, t);
+      continue;
+    }
+    erase_task(it);
   }
   return forgotten;
+}
+
+void State::erase_task(std::unordered_map<uint64_t, Task>::iterator it) {
+  if (it->second.in_snapshot) erased_tasks.push_back(it->first);
+  children.erase(it->first);
+  tasks.erase(it);
 }
 
 void State::replay(std::string_view entry) {
@@ -162,6 +188,20 @@ void State::recover(store::Loaded&& loaded) {
     apply_accept(t);
     tasks[t.id].in_snapshot = true;
   }
+  // Rows load in no particular order, so a child may have come before its
+  // parent: index them again now that all are here.
+  children.clear();
+  std::vector<uint64_t> orphans;  // received, and their parent will not ask again
+  for (const auto& [id, t] : tasks) {
+    if (t.parent == 0) continue;
+    auto p = tasks.find(t.parent);
+    if (p != tasks.end() && p->second.state != TaskState::kDone) {
+      children[t.parent].push_back(id);
+    } else if (t.received) {
+      orphans.push_back(id);
+    }
+  }
+  for (uint64_t id : orphans) erase_task(tasks.find(id));
   for (const auto& entry : loaded.journal) replay(entry);
   // Leased tasks stay leased: their nodes may still run them and come back
   // (the head re-queues those whose node does not). Every mailbox is rebuilt

@@ -179,6 +179,8 @@ class State {
   std::map<std::string, Pool> pools;
   std::unordered_map<uint64_t, Actor> actors;
   std::unordered_map<uint64_t, Task> tasks;
+  // The calls each running task made (TaskRecord::parent), while it is not done.
+  std::unordered_map<uint64_t, std::vector<uint64_t>> children;
   std::map<std::string, Client> clients;  // by uuid
   std::unordered_map<uint32_t, std::string> client_by_num;
   std::map<std::string, Node> nodes;  // by node id
@@ -207,8 +209,11 @@ class State {
   void apply_commit(const CommitEvent& e);
   void apply_claim(const ClaimEvent& e);
   // Drops the finished tasks among `ids` (with `caller`, only that client's);
-  // returns the ids it dropped.
+  // returns the ids it dropped, or kept as received: a task's child call stays
+  // until its parent is done (TaskRecord::parent).
   std::vector<uint64_t> apply_forget(const std::vector<uint64_t>& ids, uint32_t caller = 0);
+  // Drops a finished task for good.
+  void erase_task(std::unordered_map<uint64_t, Task>::iterator it);
   void mark_dirty(uint64_t id, Task& t) {
     if (!t.dirty) dirty_tasks.push_back(id);
     t.dirty = true;

@@ -84,39 +84,35 @@ namespace {
 // The node's side of a running task's TaskContext.
 class RunningTask final : public detail::TaskHost {
  public:
-  RunningTask(const wire::Task& t, Outgoing& out, const std::atomic<bool>& draining,
-              const std::string& head_address, ObjectStore& objects)
-      : t_(t), out_(out), draining_(draining), head_address_(head_address), objects_(objects) {}
+  RunningTask(const wire::Task& t, Outgoing& out, const TaskServices& services)
+      : t_(t), out_(out), services_(services) {}
   void commit(std::string state) override {
     // In an SP group every member runs the same steps; rank 0 speaks for them.
     if (t_.group.size > 0 && t_.group.rank != 0) return;
     out_.commit(wire::Commit{t_.id, t_.actor_id, t_.epoch, Blob{std::move(state)}});
   }
-  bool should_yield() const override { return draining_.load(std::memory_order_relaxed); }
+  bool should_yield() const override { return services_.draining.load(std::memory_order_relaxed); }
   uint64_t actor_id() const override { return t_.actor_id; }
   const SpGroup& group() const override { return t_.group; }
-  const std::string& head_address() const override { return head_address_; }
-  ObjectStore& objects() const override { return objects_; }
+  const std::string& head_address() const override { return services_.head_address; }
+  ObjectStore& objects() const override { return services_.objects; }
+  std::shared_ptr<detail::Client> caller() override { return services_.caller.client(); }
 
  private:
   const wire::Task& t_;
   Outgoing& out_;
-  const std::atomic<bool>& draining_;
-  const std::string& head_address_;
-  ObjectStore& objects_;
+  const TaskServices& services_;
 };
 }  // namespace
 
 ActorHost::ActorHost(uint64_t actor_id, uint32_t incarnation, const detail::ActorTypeInfo& type,
-                     Outgoing& out, const std::atomic<bool>& draining, std::string head_address,
-                     ObjectStore& objects, std::optional<std::string> restore)
+                     Outgoing& out, const TaskServices& services,
+                     std::optional<std::string> restore)
     : id_(actor_id),
       incarnation_(incarnation),
       type_(type),
       out_(out),
-      draining_(draining),
-      head_address_(std::move(head_address)),
-      objects_(objects),
+      services_(services),
       restore_(std::move(restore)) {
   thread_ = std::thread([this] { loop(); });
 }
@@ -182,7 +178,7 @@ wire::Completion ActorHost::run(wire::Task& t) {
     return failure(t, ErrorKind::kRejected, "rejected",
                    type_.name + " has no method '" + t.method + "'");
   }
-  RunningTask host(t, out_, draining_, head_address_, objects_);
+  RunningTask host(t, out_, services_);
   TaskContext ctx(host, t.id, t.attempt, t.resumed ? &t.resume.data : nullptr);
   try {
     std::string out = it->second(instance_.get(), t.args.data, &ctx);

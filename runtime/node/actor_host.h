@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "node/task_caller.h"
 #include "spotlight/actor.h"
 #include "transport/socket.h"
 #include "wire/messages.h"
@@ -57,15 +58,20 @@ class Outgoing {
   transport::Waker waker_;
 };
 
+// What the node lends the running tasks of every actor it hosts (TaskContext).
+struct TaskServices {
+  const std::atomic<bool>& draining;  // the node's notice flag: TaskContext::should_yield()
+  std::string head_address;           // as this node reaches it (SP members rendezvous in its KV)
+  ObjectStore& objects;               // the node's object store
+  TaskCaller& caller;                 // the node's connection for TaskContext::runtime()
+};
+
 class ActorHost {
  public:
   // Constructs the actor on its own thread and reports Placed through `out`.
-  // `draining` is the node's notice flag, which running tasks read through
-  // TaskContext::should_yield(); `head_address` is the head as this node
-  // reaches it (SP members rendezvous in its KV).
   // With `restore`, the new instance is restored from that saved state first.
-  ActorHost(uint64_t actor_id, uint32_t incarnation, const detail::ActorTypeInfo& type, Outgoing& out,
-            const std::atomic<bool>& draining, std::string head_address, ObjectStore& objects,
+  ActorHost(uint64_t actor_id, uint32_t incarnation, const detail::ActorTypeInfo& type,
+            Outgoing& out, const TaskServices& services,
             std::optional<std::string> restore = std::nullopt);
   // Lets the running task finish, drops the queued ones, joins the thread.
   ~ActorHost();
@@ -89,9 +95,7 @@ class ActorHost {
   uint32_t incarnation_;
   const detail::ActorTypeInfo& type_;
   Outgoing& out_;
-  const std::atomic<bool>& draining_;
-  const std::string head_address_;  // for TaskContext::head_address()
-  ObjectStore& objects_;            // the node's, for TaskContext::objects()
+  const TaskServices& services_;  // the node's
   bool busy_ = false;  // a task is running (guarded by mu_)
   uint64_t running_id_ = 0;
   std::optional<std::string> restore_;

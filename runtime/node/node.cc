@@ -39,6 +39,8 @@ Node::Node(NodeOptions options)
   so.advertise_host = opt_.object_host;
   so.capacity = opt_.object_store_bytes;
   objects_ = std::make_unique<objects::NodeObjectStore>(so);
+  caller_ = std::make_unique<TaskCaller>(opt_.head);
+  services_.reset(new TaskServices{draining_, opt_.head, *objects_, *caller_});
   if (!opt_.notice_url.empty()) {
     poller_ = std::make_unique<NoticePoller>(
         opt_.notice_url, opt_.notice_poll, [this](std::optional<std::chrono::milliseconds> left) {
@@ -224,9 +226,8 @@ void Node::on_place(const wire::Place& p) {
   hosts_.erase(p.actor_id);  // an older incarnation, if any, goes first
   std::optional<std::string> restore;
   if (p.has_state) restore = p.state.data;
-  hosts_[p.actor_id] =
-      std::make_unique<ActorHost>(p.actor_id, p.incarnation, *type, out_, draining_, opt_.head,
-                                  *objects_, std::move(restore));
+  hosts_[p.actor_id] = std::make_unique<ActorHost>(p.actor_id, p.incarnation, *type, out_,
+                                                   *services_, std::move(restore));
 }
 
 void Node::begin_drain(std::chrono::milliseconds deadline, bool tell_head) {

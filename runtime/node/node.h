@@ -77,6 +77,8 @@ class Node {
   int dealer_fd_ = -1;  // ZMQ_FD: readable when the socket has news; polled without io_mu_
   Outgoing out_;
   std::unique_ptr<objects::NodeObjectStore> objects_;  // outlives hosts_: actors read from it
+  std::unique_ptr<TaskCaller> caller_;                 // outlives hosts_ too
+  std::unique_ptr<TaskServices> services_;             // what hosts_ lend their tasks
   std::map<uint64_t, std::unique_ptr<ActorHost>> hosts_;
   bool welcomed_ = false;
   uint64_t boot_ = 0;

@@ -75,9 +75,15 @@ struct TaskRecord {
   // Wall-clock time (ms since the epoch) by which a run must start; 0: none.
   // Last, so that rows written before it existed still load (as 0).
   int64_t deadline_ms = 0;
+  // A call made by a running task: that task's id (wire/child_ids.h). While
+  // the parent is not done, its children stay after their results are
+  // received (`received`), so that a second run of the parent gets the same
+  // answers instead of running them again. Last, for the same reason.
+  uint64_t parent = 0;
+  bool received = false;
   MSGPACK_DEFINE(id, ord, caller, mailbox, method, args, state, epoch, actor, node, attempts,
                  max_attempts, has_checkpoint, checkpoint, ok, kind, error_type, result,
-                 deadline_ms)
+                 deadline_ms, parent, received)
 };
 
 struct Loaded {

@@ -17,8 +17,9 @@ namespace spotlight::wire {
 // 2: SP groups (Task.group, CreatePool.sp_degree, Probe), objects;
 // 3: results acknowledged to nodes (Done.seq, Tasks and Heartbeat done_acked);
 // 4: Fetch (a client takes over another client's call by its task id), Sync,
-//    call deadlines (Call.deadline_ms, Task.start_within_ms).
-inline constexpr uint16_t kProtocolVersion = 4;
+//    call deadlines (Call.deadline_ms, Task.start_within_ms);
+// 5: calls made by running tasks (Call.parent, Call.child_key, ids from child_ids.h).
+inline constexpr uint16_t kProtocolVersion = 5;
 
 enum class MsgType : uint16_t {
   kError = 1,
@@ -142,13 +143,19 @@ struct PoolCreated {
 };
 
 struct Call {
-  uint64_t id = 0;  // (client number << 40) | sequence: resubmission is idempotent
+  // (client number << 40) | sequence: resubmission is idempotent. A call made
+  // by a running task has a child id instead (wire/child_ids.h), derived from
+  // `parent`, `child_key` and what it calls, so that every attempt of the
+  // parent makes the same calls under the same ids.
+  uint64_t id = 0;
   std::string mailbox;
   std::string method;
   Blob args;
   uint32_t max_attempts = 0;  // runs lost with their node before the call fails; 0: the default
   int64_t deadline_ms = 0;    // every run must start within this long of acceptance; 0: none
-  MSGPACK_DEFINE(id, mailbox, method, args, max_attempts, deadline_ms)
+  uint64_t parent = 0;        // the task that made the call; 0: a driver's call
+  uint64_t child_key = 0;     // the call's number within the parent's run, and more (child_ids.h)
+  MSGPACK_DEFINE(id, mailbox, method, args, max_attempts, deadline_ms, parent, child_key)
 };
 struct Calls {
   std::vector<Call> calls;

@@ -7,6 +7,7 @@
 #include "support/raw_peer.h"
 #include "support/test_actors.h"
 #include "transport/socket.h"
+#include "wire/child_ids.h"
 #include "wire/envelope.h"
 
 namespace spotlight {
@@ -62,10 +63,7 @@ TEST(HeadProtocol, AWaitingCallIsAnnouncedAsAccepted) {
   auto rt = cluster.connect();
   rt.spawn<Worker>("no-node-yet");
   RawPeer peer(cluster.address());
-  peer.send(wire::encode(wire::HelloClient{"raw-accepted", {}}));
-  auto welcome = peer.reply();
-  ASSERT_TRUE(welcome && welcome->type == wire::MsgType::kWelcome);
-  uint64_t id = (uint64_t{welcome->body<wire::Welcome>().client_num} << 40) | 1;
+  uint64_t id = (peer.hello_client("raw-accepted") << 40) | 1;
   peer.send(wire::encode(wire::Calls{{wire::Call{id, "no-node-yet", "twice", Blob{pack(std::make_tuple(int64_t{21}))}, 0}}}));
   auto accepted = peer.reply();
   ASSERT_TRUE(accepted.has_value());
@@ -76,6 +74,42 @@ TEST(HeadProtocol, AWaitingCallIsAnnouncedAsAccepted) {
   const PoolStatus* pool = testing::find_pool(s, "no-node-yet");
   ASSERT_NE(pool, nullptr);
   EXPECT_EQ(pool->queued, 1u);
+}
+
+// Ids a client may not use: another client's, and a task's call whose id
+// does not derive from its parent, key and contents. Each is refused with a
+// rejected result and counted; the honest call beside them is accepted.
+TEST(BadInput, ForgedCallIdsAreRefused) {
+  LocalCluster cluster(cluster_options(0));
+  auto rt = cluster.connect();
+  rt.spawn<Worker>("w");
+  RawPeer peer(cluster.address());
+  const uint64_t num = peer.hello_client("raw-forger");
+  const Blob args{pack(std::make_tuple(int64_t{21}))};
+  const uint64_t honest = wire::child_call_id(77, 0, "w", "twice", args.data);
+  std::vector<wire::Call> calls{
+      wire::Call{((num + 1) << 40) | 1, "w", "twice", args, 0, 0, 0, 0},   // another client's range
+      wire::Call{wire::kChildIdBit | 5, "w", "twice", args, 0, 0, 77, 0},  // not derived
+      wire::Call{honest, "w", "twice", args, 0, 0, 0, 0},                  // no parent
+      wire::Call{honest, "w", "twice", args, 0, 0, 77, 0}};
+  peer.send(wire::encode(wire::Calls{calls}));
+  std::vector<uint64_t> rejected, accepted;
+  while (rejected.size() < 3 || accepted.empty()) {
+    auto env = peer.reply();
+    ASSERT_TRUE(env.has_value()) << "the head stopped answering";
+    if (env->type == wire::MsgType::kResults) {
+      for (const auto& r : env->body<wire::Results>().results) {
+        EXPECT_FALSE(r.ok);
+        EXPECT_FALSE(r.payload.data.empty());
+        rejected.push_back(r.id);
+      }
+    } else if (env->type == wire::MsgType::kAccepted) {
+      accepted = env->body<wire::Accepted>().ids;
+    }
+  }
+  EXPECT_EQ(rejected, (std::vector<uint64_t>{calls[0].id, calls[1].id, calls[2].id}));
+  EXPECT_EQ(accepted, std::vector<uint64_t>{honest});
+  EXPECT_EQ(testing::counter(rt.status(), "rejected_bad_id"), 3u);
 }
 
 // The object directory in the head, and a node's object server.

@@ -14,23 +14,13 @@
 namespace spotlight {
 namespace {
 
+using testing::busy_node;
 using testing::cluster_options;
 using testing::wait_for_status;
-using testing_actors::StepReport;
 using testing_actors::Stepper;
+using testing_actors::StepReport;
 
 using testing::counter;
-
-// The node running a task of `pool` right now.
-const NodeStatus* busy_node(const ClusterStatus& s, const std::string& pool) {
-  for (const auto& a : s.actors) {
-    if (a.pool != pool || a.leased == 0) continue;
-    for (const auto& n : s.nodes) {
-      if (n.id == a.node) return &n;
-    }
-  }
-  return nullptr;
-}
 
 TEST(Preemption, KillNineMidTaskResumesElsewhereFromTheLastCommit) {
   LocalCluster cluster(cluster_options(2, 1));

@@ -38,6 +38,17 @@ inline uint64_t counter(const ClusterStatus& s, const std::string& name) {
   return it == s.counters.end() ? 0 : it->second;
 }
 
+// The node running a task of `pool` right now.
+inline const NodeStatus* busy_node(const ClusterStatus& s, const std::string& pool) {
+  for (const auto& a : s.actors) {
+    if (a.pool != pool || a.leased == 0) continue;
+    for (const auto& n : s.nodes) {
+      if (n.id == a.node) return &n;
+    }
+  }
+  return nullptr;
+}
+
 inline const PoolStatus* find_pool(const ClusterStatus& s, const std::string& name) {
   for (const auto& p : s.pools) {
     if (p.name == name) return &p;

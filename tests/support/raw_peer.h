@@ -34,6 +34,15 @@ class RawPeer {
     }
     return std::nullopt;
   }
+  // Says hello as client `id`; returns the client number the head gave it.
+  uint64_t hello_client(const std::string& id) {
+    send(wire::encode(wire::HelloClient{id, {}}));
+    auto welcome = reply();
+    EXPECT_TRUE(welcome && welcome->type == wire::MsgType::kWelcome) << "no welcome";
+    return welcome && welcome->type == wire::MsgType::kWelcome
+               ? welcome->body<wire::Welcome>().client_num
+               : 0;
+  }
   wire::ErrorCode error_for(const std::string& frame) {
     send(frame);
     auto env = reply();

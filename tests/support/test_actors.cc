@@ -7,7 +7,7 @@
 #include <stdexcept>
 #include <thread>
 
-#include "spotlight/actor.h"
+#include "spotlight/spotlight.h"
 
 namespace testing_actors {
 
@@ -59,6 +59,42 @@ StepReport Stepper::run(spotlight::TaskContext& ctx, int64_t key, int64_t steps,
   return r;
 }
 
+FanoutReport Fanout::twice_all(spotlight::TaskContext& ctx, std::string pool, int64_t n) {
+  auto workers = ctx.runtime().actor<Worker>(pool);
+  std::vector<spotlight::Future<int64_t>> answers;
+  for (int64_t i = 0; i < n; ++i) answers.push_back(workers.call(&Worker::twice, i));
+  FanoutReport r{0, ctx.attempt(), getpid()};
+  for (auto& a : answers) r.sum += a.get();
+  return r;
+}
+
+FanoutReport Fanout::record_then_pass(spotlight::TaskContext& ctx, std::string recorder,
+                                      std::string gate, std::string dir, int64_t n,
+                                      int64_t commit_at) {
+  spotlight::Runtime rt = ctx.runtime();
+  auto rec = rt.actor<Recorder>(recorder);
+  // (next i, sum so far), as committed
+  auto [i, sum] =
+      ctx.resume_value<std::pair<int64_t, int64_t>>().value_or(std::pair<int64_t, int64_t>{0, 0});
+  for (; i < n; ++i) {
+    sum += rec.call(&Recorder::record, i % 3).get();
+    if (i == commit_at) ctx.commit_value(std::make_pair(i + 1, sum));
+  }
+  sum += rt.actor<Gate>(gate).call(&Gate::pass, dir, int64_t{1000}).get();
+  return FanoutReport{sum, ctx.attempt(), getpid()};
+}
+
+std::set<std::string> Fanout::spawn_and_ask(spotlight::TaskContext& ctx, std::string name,
+                                            int64_t members, int64_t calls) {
+  auto pool = ctx.runtime().pool<Worker>(
+      name, spotlight::on_market("any").members(static_cast<int>(members)));
+  std::vector<spotlight::Future<std::string>> answers;
+  for (int64_t i = 0; i < calls; ++i) answers.push_back(pool.call(&Worker::who));
+  std::set<std::string> who;
+  for (auto& a : answers) who.insert(a.get());
+  return who;
+}
+
 std::string object_bytes(int64_t size, int64_t seed) {
   std::string b(static_cast<size_t>(size), '\0');
   uint64_t x = static_cast<uint64_t>(seed) * 0x9E3779B97F4A7C15ull + 1;
@@ -102,6 +138,7 @@ ObjectView ObjectUser::stats(spotlight::TaskContext& ctx) { return view_of(ctx, 
 SPOTLIGHT_ACTOR(testing_actors::Recorder, record, stats)
 SPOTLIGHT_ACTOR(testing_actors::Stepper, run)
 SPOTLIGHT_ACTOR(testing_actors::Gate, pass)
+SPOTLIGHT_ACTOR(testing_actors::Fanout, twice_all, record_then_pass, spawn_and_ask)
 SPOTLIGHT_ACTOR(testing_actors::Ledger, add, total, pid)
 SPOTLIGHT_ACTOR(testing_actors::Worker, who, twice, fail, echo_many, blob)
 SPOTLIGHT_ACTOR(testing_actors::ObjectUser, put, get, contains, release, stats)

@@ -77,6 +77,29 @@ class Stepper {
   StepReport run(spotlight::TaskContext& ctx, int64_t key, int64_t steps, int64_t step_ms);
 };
 
+// Makes calls of its own from inside its tasks (TaskContext::runtime()).
+struct FanoutReport {
+  int64_t sum = 0;
+  uint32_t attempt = 0;  // of the run that finished
+  int64_t pid = 0;       // where it finished
+  MSGPACK_DEFINE(sum, attempt, pid)
+};
+class Fanout {
+ public:
+  // Sums `pool`.twice(i) for i in [0, n), all calls in flight at once.
+  FanoutReport twice_all(spotlight::TaskContext& ctx, std::string pool, int64_t n);
+  // Has the Recorder `recorder` record key i % 3 for i in [0, n), committing
+  // its progress after i == commit_at (-1: never), then passes the Gate
+  // `gate` with key 1000 (`dir` is the gate's); returns the sum of the keys
+  // and of the gate's answer. A run resumed from the commit goes on from there.
+  FanoutReport record_then_pass(spotlight::TaskContext& ctx, std::string recorder, std::string gate,
+                                std::string dir, int64_t n, int64_t commit_at);
+  // Creates a pool of `members` Workers named `name` from inside the task and
+  // returns which members answered `calls` calls of `who`.
+  std::set<std::string> spawn_and_ask(spotlight::TaskContext& ctx, std::string name,
+                                      int64_t members, int64_t calls);
+};
+
 // Puts and gets blobs through its node's object store.
 struct ObjectView {
   uint64_t size = 0;

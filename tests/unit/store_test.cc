@@ -11,6 +11,7 @@
 
 #include "head/state.h"
 #include "support/sqlite.h"
+#include "wire/child_ids.h"
 
 namespace spotlight {
 namespace {
@@ -404,13 +405,106 @@ TEST(TaskRecordLayout, ARowWithoutTheDeadlineLoadsWithNone) {
   msgpack::object_handle oh = msgpack::unpack(bytes.data(), bytes.size());
   msgpack::object o = oh.get();
   ASSERT_EQ(o.type, msgpack::type::ARRAY);
-  o.via.array.size -= 1;  // the layout before the deadline
+  o.via.array.size -= 3;  // the layout before the deadline (and the parent after it)
   const auto old = o.as<store::TaskRecord>();
   EXPECT_EQ(old.deadline_ms, 0);
   EXPECT_EQ(old.id, 7u);
   EXPECT_EQ(old.attempts, 2u);
   EXPECT_EQ(old.args.data, t.args.data);
   EXPECT_EQ(unpack<store::TaskRecord>(bytes).deadline_ms, 1234);
+}
+
+// Rows written before TaskRecord gained parent and received load as a
+// driver's calls.
+TEST(TaskRecordLayout, ARowWithoutTheParentLoadsAsADriversCall) {
+  store::TaskRecord t = task(7, 3, "p");
+  t.deadline_ms = 1234;
+  t.parent = 99;
+  t.received = true;
+  const std::string bytes = pack(t);
+  msgpack::object_handle oh = msgpack::unpack(bytes.data(), bytes.size());
+  msgpack::object o = oh.get();
+  o.via.array.size -= 2;
+  const auto old = o.as<store::TaskRecord>();
+  EXPECT_EQ(old.parent, 0u);
+  EXPECT_FALSE(old.received);
+  EXPECT_EQ(old.deadline_ms, 1234);
+  const auto now = unpack<store::TaskRecord>(bytes);
+  EXPECT_EQ(now.parent, 99u);
+  EXPECT_TRUE(now.received);
+}
+
+// The calls a task makes stay after their results are received, until the
+// task is done, so that a second run of it gets them back: in the live
+// state, through a compaction and a restart, and when the journal is replayed.
+TEST_F(StoreTest, ATasksCallsStayUntilItIsDone) {
+  const uint64_t parent = (1ull << 40) | 1;
+  const uint64_t child = wire::child_call_id(parent, 0, "p", "add", "a");
+  const uint64_t late = wire::child_call_id(parent, 1, "p", "add", "b");
+  auto child_of = [&](uint64_t id, uint64_t ord) {
+    store::TaskRecord t = task(id, ord, "p");
+    t.caller = 2;  // the parent's node's client
+    t.parent = parent;
+    return t;
+  };
+  // Journals and applies one turn's events.
+  struct Turn {
+    store::Store& s;
+    head::State& st;
+    head::Journal j;
+    void accept(const store::TaskRecord& t) {
+      j.add(head::EventKind::kAccept, t), st.apply_accept(t);
+    }
+    void finish(uint64_t id) {
+      head::FinishEvent e{id, true, 0, "", Blob{pack(int64_t{1})}};
+      j.add(head::EventKind::kFinish, e), st.apply_finish(e);
+    }
+    void forget(uint64_t id, uint32_t caller) {
+      auto done = st.apply_forget({id}, caller);
+      if (!done.empty()) j.add(head::EventKind::kForget, done);
+    }
+    ~Turn() { s.append(j.bytes()); }
+  };
+  {
+    auto s = store::open_sqlite(path_);
+    s->open();
+    head::State st;
+    {
+      Turn t{*s, st, {}};
+      store::PoolRecord pool{"p", "T", "any", 1, 1, 16};
+      t.j.add(head::EventKind::kPool, pool), st.apply_pool(pool);
+      t.accept(task(parent, 1, "p"));
+      head::LeaseEvent lease{parent, 10, 1, "n1"};
+      t.j.add(head::EventKind::kLease, lease), st.apply_lease(lease);
+      t.accept(child_of(child, 2));
+      t.accept(child_of(late, 3));
+      t.finish(child);
+      t.forget(child, 2);
+    }
+    ASSERT_TRUE(st.tasks.count(child));
+    EXPECT_TRUE(st.tasks.at(child).received) << "received while its parent runs: kept";
+    s->compact(st.compaction());
+    s->finish_compaction();
+  }
+  {
+    auto s = store::open_sqlite(path_);
+    head::State st;
+    st.recover(s->open());
+    ASSERT_TRUE(st.tasks.count(child)) << "the compaction dropped a kept call";
+    EXPECT_TRUE(st.tasks.at(child).received);
+    Turn t{*s, st, {}};
+    t.finish(parent);
+    EXPECT_FALSE(st.tasks.count(child)) << "kept after its parent was done";
+    EXPECT_TRUE(st.tasks.count(late)) << "not received yet: its caller still waits";
+    t.finish(late);
+    t.forget(late, 2);
+    EXPECT_FALSE(st.tasks.count(late)) << "received after its parent was done: dropped at once";
+  }
+  head::State st;
+  st.recover(store::open_sqlite(path_)->open());  // the same, from the tables and the journal
+  EXPECT_EQ(st.tasks.size(), 1u);
+  EXPECT_TRUE(st.tasks.count(parent));
+  EXPECT_TRUE(st.children.empty());
 }
 
 TEST_F(StoreTest, AStoreFromANewerHeadIsRefused) {

@@ -14,6 +14,7 @@
 
 #include <csignal>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -29,9 +30,28 @@ namespace spotlight {
 
 namespace detail {
 class Client;
+// The task whose calls a Runtime makes (TaskContext::runtime()): its calls are
+// numbered in the order it makes them, and their ids derive from that.
+class CallOrigin {
+ public:
+  CallOrigin(uint64_t parent_task, int32_t sp_rank, uint64_t lineage)
+      : parent(parent_task), rank(sp_rank), lineage_(lineage) {}
+  const uint64_t parent;
+  const int32_t rank;  // in an SP group each member's calls are its own
+  // The key of the next call (wire/child_ids.h).
+  uint64_t next_key();
+  // The task committed: its calls from here on are numbered afresh under it.
+  void rebase(uint64_t lineage);
+
+ private:
+  std::mutex mu_;
+  uint64_t lineage_;
+  uint32_t next_ = 0;
+};
 // Submits one call; the returned state resolves with its result.
-std::shared_ptr<FutureState> submit(Client& c, const std::string& mailbox, const std::string& method,
-                                    std::string args, const CallOptions& options = {});
+std::shared_ptr<FutureState> submit(Client& c, const std::string& mailbox,
+                                    const std::string& method, std::string args,
+                                    const CallOptions& options = {}, CallOrigin* origin = nullptr);
 // Awaits the result of call `task_id`, made by any client (see Runtime::fetch).
 std::shared_ptr<FutureState> fetch(Client& c, uint64_t task_id);
 }  // namespace detail
@@ -41,8 +61,9 @@ std::shared_ptr<FutureState> fetch(Client& c, uint64_t task_id);
 template <class A>
 class ActorHandle {
  public:
-  ActorHandle(std::shared_ptr<detail::Client> c, std::string mailbox)
-      : client_(std::move(c)), mailbox_(std::move(mailbox)) {}
+  ActorHandle(std::shared_ptr<detail::Client> c, std::string mailbox,
+              std::shared_ptr<detail::CallOrigin> origin = nullptr)
+      : client_(std::move(c)), mailbox_(std::move(mailbox)), origin_(std::move(origin)) {}
 
   template <class M, class... Args>
   auto call(M method, Args&&... args) {
@@ -50,8 +71,8 @@ class ActorHandle {
     static_assert(std::is_base_of_v<typename Tr::cls, A>, "method of another actor type");
     using R = std::decay_t<typename Tr::ret>;
     typename Tr::args tuple(std::forward<Args>(args)...);
-    return Future<R>(
-        detail::submit(*client_, mailbox_, detail::method_name(method), pack(tuple), options_));
+    return Future<R>(detail::submit(*client_, mailbox_, detail::method_name(method), pack(tuple),
+                                    options_, origin_.get()));
   }
   // The same handle, whose calls carry `options`.
   ActorHandle with(CallOptions options) const {
@@ -65,25 +86,34 @@ class ActorHandle {
   std::shared_ptr<detail::Client> client_;
   std::string mailbox_;
   CallOptions options_;
+  std::shared_ptr<detail::CallOrigin> origin_;  // set for a task's own calls
 };
 
 class Runtime {
  public:
-  explicit Runtime(std::shared_ptr<detail::Client> c) : client_(std::move(c)) {}
+  explicit Runtime(std::shared_ptr<detail::Client> c,
+                   std::shared_ptr<detail::CallOrigin> origin = nullptr)
+      : client_(std::move(c)), origin_(std::move(origin)) {}
 
   // A lone actor (a pool of one), placed on a slot that matches `where`.
   template <class A>
   ActorHandle<A> spawn(const std::string& name, Placement where = {}) {
     where.size = 1;
     create_pool(name, actor_type_name<A>(), where);
-    return ActorHandle<A>(client_, name);
+    return actor<A>(name);
   }
   // A pool of `where.size` actors of type A sharing one mailbox. Members that
   // find no free slot wait for one; a node that joins later takes them.
   template <class A>
   ActorHandle<A> pool(const std::string& name, Placement where) {
     create_pool(name, actor_type_name<A>(), where);
-    return ActorHandle<A>(client_, name);
+    return actor<A>(name);
+  }
+  // A handle to an actor or pool that exists, by its name (nothing is
+  // created or checked: a call to a name the head does not know is rejected).
+  template <class A>
+  ActorHandle<A> actor(const std::string& name) const {
+    return ActorHandle<A>(client_, name, origin_);
   }
   // Creates the pool (idempotent for the same type); returns once committed.
   void create_pool(const std::string& name, const std::string& type, const Placement& where);
@@ -92,7 +122,8 @@ class Runtime {
   template <class R, class... Args>
   Future<R> call(const std::string& mailbox, const std::string& method, Args&&... args) {
     return Future<R>(detail::submit(*client_, mailbox, method,
-                                    pack(std::make_tuple(std::forward<Args>(args)...))));
+                                    pack(std::make_tuple(std::forward<Args>(args)...)), {},
+                                    origin_.get()));
   }
 
   // Takes over call `task_id` (Future::task_id()) from whichever client made
@@ -124,6 +155,7 @@ class Runtime {
 
  private:
   std::shared_ptr<detail::Client> client_;
+  std::shared_ptr<detail::CallOrigin> origin_;  // TaskContext::runtime(): the task's own calls
 };
 
 // Connects to a head at "HOST:PORT" (or "tcp://HOST:PORT"); throws ConnectionError.

@@ -18,9 +18,11 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "spotlight/codec.h"
@@ -47,7 +49,14 @@ struct SpGroup {
   MSGPACK_DEFINE(name, epoch, rank, size, members)
 };
 
+class Runtime;
+
 namespace detail {
+class Client;
+class CallOrigin;
+// wire/child_ids.h's commit_lineage, for the inline TaskContext.
+uint64_t commit_lineage(std::string_view committed);
+
 // Implemented by the node for each running task.
 class TaskHost {
  public:
@@ -58,13 +67,19 @@ class TaskHost {
   virtual const SpGroup& group() const = 0;
   virtual const std::string& head_address() const = 0;
   virtual ObjectStore& objects() const = 0;
+  // The node's connection to the head for tasks' calls (connected on first use).
+  virtual std::shared_ptr<Client> caller() = 0;
 };
 }  // namespace detail
 
 class TaskContext {
  public:
   TaskContext(detail::TaskHost& host, uint64_t task_id, uint32_t attempt, const std::string* resume)
-      : host_(host), id_(task_id), attempt_(attempt), resume_(resume) {}
+      : host_(host),
+        id_(task_id),
+        attempt_(attempt),
+        resume_(resume),
+        lineage_(resume ? detail::commit_lineage(*resume) : 0) {}
 
   uint64_t task_id() const { return id_; }
   // 1 for the first run; grows when the task is re-run after a crash (not after a yield).
@@ -96,11 +111,33 @@ class TaskContext {
   // Sends in-flight state to the head, which stores it with the task; an
   // attempt that resumes the task gets the latest. Commits reach the head in
   // order, and before the task's result or yield.
-  void commit(std::string state) { host_.commit(std::move(state)); }
+  void commit(std::string state) {
+    rebase(state);
+    host_.commit(std::move(state));
+  }
   template <class T>
   void commit_value(const T& value) {
     commit(pack(value));
   }
+
+  // A runtime whose calls are this task's own: spawn, call and fetch from
+  // inside an actor as a driver does. Each call's id derives from this task,
+  // its last commit, the call's number since that commit and what it calls.
+  // A run after a crash or a yield that makes the same calls in the same
+  // order (from the start, or after resuming from a commit) gets the earlier
+  // run's calls back, finished or still running, instead of running them
+  // again; the head keeps their results until this task is done. A call that
+  // differs (other arguments, another order) is a new call. Calls from other
+  // threads of the task are numbered in the order they are made. (Every
+  // commit is hashed for this, at about a GB/s.)
+  //
+  // A task that waits on a call holds its actor meanwhile: waiting on a call
+  // to its own actor never ends, and neither may waiting on a call to its own
+  // pool (a member leases calls ahead of running them, and may hold the one it
+  // waits for). Give such calls a pool of their own. Calls cross the head as
+  // a driver's do. runtime() itself is for the task's own thread; the Runtime
+  // it returns may be shared.
+  Runtime runtime();
 
   // True once the task's machine has notice that it is going away.
   bool should_yield() const { return host_.should_yield(); }
@@ -111,7 +148,12 @@ class TaskContext {
   detail::TaskHost& host_;
   uint64_t id_;
   uint32_t attempt_;
+  // Numbers the task's calls from here on under this commit (runtime()).
+  void rebase(const std::string& committed);
+
   const std::string* resume_;
+  uint64_t lineage_;  // of the last commit this run made or resumed from; 0: none
+  std::shared_ptr<detail::CallOrigin> origin_;  // made by the first runtime()
 };
 
 }  // namespace spotlight

@@ -1,0 +1,28 @@
+// The node's connection to the head for the calls its running tasks make
+// (TaskContext::runtime()): one client for all its slots, connected when the
+// first task asks for it, so that nodes whose actors call nobody pay nothing.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+
+namespace spotlight::detail {
+class Client;
+}
+
+namespace spotlight::node {
+
+class TaskCaller {
+ public:
+  explicit TaskCaller(std::string head_address) : address_(std::move(head_address)) {}
+  // Throws ConnectionError when the head does not answer.
+  std::shared_ptr<detail::Client> client();
+
+ private:
+  const std::string address_;
+  std::mutex mu_;
+  std::shared_ptr<detail::Client> client_;
+};
+
+}  // namespace spotlight::node

@@ -1,0 +1,149 @@
+// Calls made from inside running tasks (TaskContext::runtime()): an actor
+// that calls a pool, creates one, and gets a rejected call as an error; a
+// parent whose machine dies after its calls ran gets them back in its second
+// run instead of running them again, from the start or from a commit, and
+// across a restart of the head.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <fstream>
+#include <string>
+
+#include "common/process.h"
+#include "support/cluster.h"
+#include "support/temp_dir.h"
+#include "support/test_actors.h"
+
+namespace spotlight {
+namespace {
+
+using testing::busy_node;
+using testing::cluster_options;
+using testing::counter;
+using testing::find_pool;
+using testing::wait_for_status;
+using testing_actors::Fanout;
+using testing_actors::FanoutReport;
+using testing_actors::Gate;
+using testing_actors::Recorder;
+using testing_actors::Worker;
+
+TEST(NestedCalls, AnActorCallsAPoolCreatesOneAndGetsRejectionsAsErrors) {
+  LocalCluster cluster(cluster_options(2, 3));
+  auto rt = cluster.connect();
+  rt.pool<Worker>("workers", on_market("any").members(2));
+  auto fan = rt.spawn<Fanout>("fan");
+
+  FanoutReport r = fan.call(&Fanout::twice_all, std::string("workers"), int64_t{100})
+                       .get(std::chrono::seconds(30));
+  EXPECT_EQ(r.sum, 2 * (99 * 100 / 2));
+  EXPECT_EQ(r.attempt, 1u);
+
+  // A call to a name the head does not know fails inside the task, and the
+  // task's failure reaches the driver with the head's reason.
+  try {
+    fan.call(&Fanout::twice_all, std::string("nobody"), int64_t{1}).get(std::chrono::seconds(30));
+    FAIL() << "a call to an unknown pool must fail";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("no actor or pool named 'nobody'"), std::string::npos)
+        << e.what();
+  }
+
+  // A pool created from inside a task is a pool like any other.
+  auto who = fan.call(&Fanout::spawn_and_ask, std::string("made-inside"), int64_t{2}, int64_t{40})
+                 .get(std::chrono::seconds(30));
+  EXPECT_GE(who.size(), 1u);
+  EXPECT_LE(who.size(), 2u);
+  const ClusterStatus s = rt.status();
+  const PoolStatus* made = find_pool(s, "made-inside");
+  ASSERT_NE(made, nullptr);
+  EXPECT_EQ(made->size, 2);
+  EXPECT_EQ(made->type, "testing_actors::Worker");
+
+  // Once the parents are done and their results received, the head holds
+  // none of the calls they made.
+  EXPECT_TRUE(wait_for_status(cluster.address(), [](const ClusterStatus& st) {
+    return st.tasks_live == 0;
+  })) << "calls made by finished tasks are kept";
+}
+
+size_t lines_in(const std::string& path) {
+  std::ifstream in(path);
+  size_t n = 0;
+  for (std::string line; std::getline(in, line);) ++n;
+  return n;
+}
+
+// With `head_too`, the head is killed (-9) and restarted on its store as
+// well, after the parent's node: the calls it keeps for the parent are
+// durable. With `commit_at`, the parent commits its progress after that many
+// calls and the second run resumes from the commit: it makes the first run's
+// later calls again (the same keys recur, so only their order tells them apart).
+void parent_runs_again(bool head_too, int64_t commit_at = -1) {
+  // Node 0 (reserved) hosts the recorder and the gate; the parent runs on a
+  // spot node, which the test kills while the parent waits at the gate.
+  LocalCluster cluster(cluster_options(1, 3));
+  cluster.add_node(1, "spot");
+  auto rt = cluster.connect();
+  auto rec = rt.spawn<Recorder>("rec", on_market("reserved"));
+  rt.spawn<Gate>("gate", on_market("reserved"));
+  auto parents = rt.pool<Fanout>("parents", on_market("spot").members(1).ahead(1));
+  testing::TempDir dir("nested");
+  constexpr int64_t kKeys = 20;
+  auto f = parents.call(&Fanout::record_then_pass, std::string("rec"), std::string("gate"),
+                        dir.path(), kKeys, commit_at);
+
+  // The parent's 20 calls ran and its 21st waits at the gate.
+  ClusterStatus before;
+  ASSERT_TRUE(wait_for_status(cluster.address(), [&](const ClusterStatus& s) {
+    before = s;
+    const PoolStatus* g = find_pool(s, "gate");
+    return g && g->leased == 1 && busy_node(s, "parents");
+  }));
+  const NodeStatus victim = *busy_node(before, "parents");
+  common::signal_process(static_cast<pid_t>(victim.pid), SIGKILL);
+  if (head_too) {
+    cluster.kill_head();
+    cluster.start_head();
+  }
+  cluster.add_node(1, "spot");  // where the parent runs again
+
+  // Its second run makes the same calls (from the start, or those after the
+  // commit): the finished ones answered from the head's store, and the
+  // gate's, still running, which it now waits for.
+  const uint64_t again = static_cast<uint64_t>(kKeys - (commit_at + 1) + 1);
+  ASSERT_TRUE(wait_for_status(cluster.address(), [&](const ClusterStatus& s) {
+    return counter(s, "child_calls_answered_again") >= again;
+  }));
+  { std::ofstream open(dir.path() + "/open"); }
+
+  FanoutReport r = f.get(std::chrono::seconds(30));
+  EXPECT_EQ(r.attempt, 2u) << "the parent ran again after its node died";
+  EXPECT_NE(r.pid, victim.pid);
+  int64_t keys = 0;
+  for (int64_t i = 0; i < kKeys; ++i) keys += i % 3;
+  EXPECT_EQ(r.sum, keys + 1000);
+  const Recorder::Stats st = rec.call(&Recorder::stats).get(std::chrono::seconds(30));
+  EXPECT_EQ(st.executions, kKeys) << "a call of the first run ran again";
+  EXPECT_EQ(st.distinct, 3);
+  EXPECT_EQ(lines_in(dir.path() + "/runs"), 1u) << "the gate's call ran twice";
+  if (!head_too) {
+    EXPECT_EQ(counter(rt.status(), "nodes_lost"), 1u);
+  }
+}
+
+TEST(NestedCalls, AParentThatRunsAgainGetsItsCallsBackInsteadOfMakingThemTwice) {
+  parent_runs_again(false);
+}
+
+TEST(NestedCalls, TheCallsKeptForAParentSurviveAHeadRestart) {
+  parent_runs_again(true);
+}
+
+TEST(NestedCalls, AParentResumedFromACommitGetsTheCallsMadeAfterIt) {
+  parent_runs_again(false, 6);
+}
+
+}  // namespace
+}  // namespace spotlight
