@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "spotlight/codec.h"
+#include "spotlight/task.h"
 
 namespace hello {
 
@@ -38,6 +39,13 @@ class Square {
   std::string where();
   // Throws for negative input, to show errors reaching the caller.
   double checked_sqrt(double x);
+};
+
+// An actor that calls other actors: its method fans out to the Square pool
+// through its task's own runtime and adds up the answers.
+class Summer {
+ public:
+  int64_t sum_of_squares(spotlight::TaskContext& ctx, std::string pool, int64_t n);
 };
 
 }  // namespace hello

@@ -1,4 +1,4 @@
-// hello: a Counter actor and a pool of Square workers.
+// hello: a Counter actor, a pool of Square workers, and a Summer actor that calls the pool.
 //   hello --address HOST:PORT    against a running cluster whose nodes load libhello_actors.so
 //   hello --local                starts a local cluster (head + 2 nodes) first
 // Prints its results and exits 0 when they are right.
@@ -36,11 +36,11 @@ int main(int argc, char** argv) {
     if (local) {
       spotlight::ClusterOptions co;
       co.nodes = 2;
-      co.slots = 2;
+      co.slots = 3;
       co.load = {actor_library()};
       cluster.emplace(co);
       address = cluster->address();
-      std::printf("local cluster: head at %s, 2 nodes x 2 slots\n", address.c_str());
+      std::printf("local cluster: head at %s, 2 nodes x 3 slots\n", address.c_str());
     }
     auto rt = spotlight::connect(address);
 
@@ -62,6 +62,14 @@ int main(int argc, char** argv) {
     std::printf("squares: sum of %d squares = %lld (expected %lld)\n", calls,
                 static_cast<long long>(sum), static_cast<long long>(expected));
     ok = ok && sum == expected;
+
+    // An actor calling the pool from inside its own method.
+    auto summer = rt.spawn<hello::Summer>("summer", spotlight::on_market("any"));
+    const int64_t inner =
+        summer.call(&hello::Summer::sum_of_squares, std::string("squares"), int64_t{100}).get();
+    std::printf("summer: the actor's own 100 calls to the pool sum to %lld (expected 328350)\n",
+                static_cast<long long>(inner));
+    ok = ok && inner == 328350;
 
     std::map<std::string, int> members;
     std::vector<spotlight::Future<std::string>> ws;

@@ -24,7 +24,7 @@ CmdResult run(const std::string& cmd) { return testing::run_command(cmd); }
 const std::string kBin = SPOTLIGHT_TEST_BIN;
 
 TEST(Cli, StatusHelloAndStop) {
-  LocalCluster cluster(cluster_options(2));
+  LocalCluster cluster(cluster_options(2, 3));  // hello places 5 actors
   CmdResult hello = run(std::string(SPOTLIGHT_HELLO_BIN) + " --address " + cluster.address());
   EXPECT_EQ(hello.code, 0) << hello.out;
   EXPECT_NE(hello.out.find("all results right"), std::string::npos) << hello.out;

@@ -5,8 +5,10 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <stdexcept>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "spotlight/actor.h"
 
@@ -24,6 +26,27 @@ int step_log() {
   return fd;
 }
 }  // namespace
+
+double echo_pipelined(ActorHandle<Echo>& h, int64_t n, int64_t window) {
+  std::vector<Future<int64_t>> futures(static_cast<size_t>(n));
+  const auto t0 = std::chrono::steady_clock::now();
+  int64_t waited = 0;
+  auto check = [&](int64_t i) {
+    if (futures[static_cast<size_t>(i)].get() != i) throw std::runtime_error("wrong echo");
+  };
+  for (int64_t i = 0; i < n; ++i) {
+    futures[static_cast<size_t>(i)] = h.call(&Echo::ping, i);
+    if (i - waited >= window) check(waited++);
+  }
+  for (; waited < n; ++waited) check(waited);
+  return static_cast<double>(n) /
+         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+double Caller::run(TaskContext& ctx, std::string echo, int64_t n, int64_t window) {
+  auto h = ctx.runtime().actor<Echo>(echo);
+  return echo_pipelined(h, n, window);
+}
 
 StepResult Stepper::run(TaskContext& ctx, int64_t key, int64_t steps, int64_t step_ms) {
   int64_t step = ctx.resume_value<int64_t>().value_or(0);
@@ -90,6 +113,7 @@ SpStepTimes SpStepper::run(TaskContext& ctx, int64_t steps, int64_t step_ms) {
 }  // namespace spotlight::bench
 
 SPOTLIGHT_ACTOR(spotlight::bench::Echo, ping)
+SPOTLIGHT_ACTOR(spotlight::bench::Caller, run)
 SPOTLIGHT_ACTOR(spotlight::bench::SpStepper, run)
 SPOTLIGHT_ACTOR(spotlight::bench::ObjectBench, put, get)
 SPOTLIGHT_ACTOR(spotlight::bench::Stepper, run)

@@ -3,15 +3,27 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "spotlight/codec.h"
 #include "spotlight/sp_member.h"
+#include "spotlight/spotlight.h"
 #include "spotlight/task.h"
 
 namespace spotlight::bench {
 
 struct Echo {
   int64_t ping(int64_t x) { return x; }
+};
+
+// Pipelined calls of Echo::ping(i), i in [0, n), keeping up to `window` in
+// flight, as Ray's async benchmark does; checks every echo. Returns calls/s.
+double echo_pipelined(ActorHandle<Echo>& h, int64_t n, int64_t window);
+
+// Calls an Echo actor from inside its task (TaskContext::runtime()), as
+// Ray's n:n benchmark does from its client actors; returns calls/s.
+struct Caller {
+  double run(TaskContext& ctx, std::string echo, int64_t n, int64_t window);
 };
 
 // A rollout-like task: `steps` steps of `step_ms` each, committing after each

@@ -100,20 +100,7 @@ double calls_sync(ActorHandle<bench::Echo>& h, int n) {
 
 // Pipelined: keeps up to `window` calls in flight, like Ray's async benchmark.
 double calls_async(ActorHandle<bench::Echo>& h, int n, int window = 10000) {
-  std::vector<Future<int64_t>> futures(n);
-  auto t0 = Clock::now();
-  int waited = 0;
-  for (int i = 0; i < n; ++i) {
-    futures[i] = h.call(&bench::Echo::ping, i);
-    if (i - waited >= window) {
-      if (futures[waited].get() != waited) throw std::runtime_error("wrong echo");
-      ++waited;
-    }
-  }
-  for (; waited < n; ++waited) {
-    if (futures[waited].get() != waited) throw std::runtime_error("wrong echo");
-  }
-  return n / seconds_since(t0);
+  return bench::echo_pipelined(h, n, window);
 }
 
 }  // namespace
@@ -148,7 +135,7 @@ void add_bench(CLI::App& app) {
     nlohmann::json out;
     auto report = [&](const char* name, double v, const char* unit, double ceiling = 0) {
       out[name] = std::round(v);
-      std::printf("%-26s %12.0f %s", name, v, unit);
+      std::printf("%-34s %12.0f %s", name, v, unit);
       if (ceiling > 0) std::printf("   (%.1f%% of the ZeroMQ ceiling)", 100.0 * v / ceiling);
       std::printf("\n");
       std::fflush(stdout);
@@ -167,7 +154,7 @@ void add_bench(CLI::App& app) {
     const int n = 2;  // callers and actors in the n:n run
     ClusterOptions co;
     co.nodes = 1;
-    co.slots = n + 1;
+    co.slots = 2 * n + 1;  // the 1:1 echo, n echoes and n callers
     auto cluster = local_cluster(co);
     auto runtime = cluster.connect();
     auto echo = runtime.spawn<bench::Echo>("bench-echo", on_market("any").ahead(kPrefetch));
@@ -190,6 +177,26 @@ void add_bench(CLI::App& app) {
     }
     for (auto& t : threads) t.join();
     report("n_n_actor_calls_async", (*async_calls / n) * n / seconds_since(t0), "calls/s", ow);
+
+    // The same from n caller actors (Ray's n:n shape: its callers are actors).
+    // Their calls are the callers' tasks' own: the head keeps each one until
+    // its caller's task is done, so that a second run would get it back.
+    std::vector<Future<double>> runs;
+    std::vector<ActorHandle<bench::Caller>> caller_actors;
+    for (int i = 0; i < n; ++i) {
+      caller_actors.push_back(runtime.spawn<bench::Caller>("bench-caller-" + std::to_string(i)));
+      caller_actors.back()
+          .call(&bench::Caller::run, actors[i].name(), 1, 1)
+          .get();  // placed and connected
+    }
+    t0 = Clock::now();
+    for (int i = 0; i < n; ++i) {
+      runs.push_back(
+          caller_actors[i].call(&bench::Caller::run, actors[i].name(), *async_calls / n, 10000));
+    }
+    for (auto& r : runs) r.get();
+    report("n_n_actor_calls_async_from_actors", (*async_calls / n) * n / seconds_since(t0),
+           "calls/s", ow);
     cluster.stop();
     if (*json) {
       nlohmann::json five = {{"1_1_actor_calls_sync", out["1_1_actor_calls_sync"]},
