@@ -21,8 +21,11 @@ constexpr size_t kMaxFetchIds = 65536;  // ids per Fetch frame: 0.6 MiB
 constexpr size_t kLeadMaxPending = 16;
 }
 
-Client::Client(std::string address, ConnectOptions options)
-    : address_(std::move(address)), opt_(options), id_("client-" + common::random_id()) {
+Client::Client(std::string address, ConnectOptions options, std::string node_id)
+    : address_(std::move(address)),
+      opt_(options),
+      id_("client-" + common::random_id()),
+      node_id_(std::move(node_id)) {
   dealer_ = transport::make_dealer(transport::endpoint(address_), id_);
   dealer_fd_ = dealer_.get(zmq::sockopt::fd);
   welcome_ = std::make_shared<FutureState>();
@@ -198,7 +201,7 @@ std::string Client::request(wire::MsgType type, std::string packed_body,
 }
 
 void Client::say_hello() {
-  wire::HelloClient hello{id_, {}};
+  wire::HelloClient hello{id_, {}, node_id_};
   {
     std::lock_guard<std::mutex> l(mu_);
     hello.awaiting = sorted_pending_ids();

@@ -26,7 +26,8 @@ class CallOrigin;
 
 class Client final : public Waiter, public std::enable_shared_from_this<Client> {
  public:
-  Client(std::string address, ConnectOptions options);
+  // `node_id`: set by a node for its tasks' calls (HelloClient::node_id).
+  Client(std::string address, ConnectOptions options, std::string node_id = {});
   ~Client();
 
   // With `origin`, the call is that running task's own (a child id, wire/child_ids.h).
@@ -84,6 +85,7 @@ class Client final : public Waiter, public std::enable_shared_from_this<Client> 
   std::string address_;
   ConnectOptions opt_;
   std::string id_;
+  std::string node_id_;
 
   // Shared with callers.
   mutable std::mutex mu_;

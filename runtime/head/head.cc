@@ -320,6 +320,7 @@ void Head::on_hello_client(const std::string& peer, const wire::HelloClient& h, 
     it = state_.clients.find(h.client_id);
   }
   Client& c = it->second;
+  c.node = h.node_id;
   forget_received(c.rec.num, h.awaiting);
   if (!c.peer.empty()) client_by_peer_.erase(c.peer);
   c.peer = peer;
@@ -485,6 +486,16 @@ bool Head::on_known_child_call(Client& c, const wire::Call& call, std::vector<ui
                     "contents (wire/child_ids.h)");
     return true;
   }
+  if (!runs_on(call.parent, c.node)) {
+    // A run the head has given up on (its node was taken for dead, and came
+    // back) must not take calls from the run that replaced it.
+    count("rejected_stale_parent");
+    queue_rejection(c.peer, call.id,
+                    "task " + std::to_string(call.parent) + " does not run on " +
+                        (c.node.empty() ? std::string("a driver's connection") : "node " + c.node) +
+                        " now: a task's calls come from the node that runs it");
+    return true;
+  }
   auto it = state_.tasks.find(call.id);
   if (it == state_.tasks.end()) return false;
   Task& t = it->second;
@@ -507,6 +518,25 @@ bool Head::on_known_child_call(Client& c, const wire::Call& call, std::vector<ui
   accepted.push_back(t.id);
   if (t.state == TaskState::kDone) queue_result(t);
   return true;
+}
+
+bool Head::runs_on(uint64_t task_id, const std::string& node) const {
+  if (node.empty()) return false;
+  auto it = state_.tasks.find(task_id);
+  if (it == state_.tasks.end() || it->second.state != TaskState::kLeased) return false;
+  const Task& t = it->second;
+  if (t.node == node) return true;
+  // Every member of an SP group runs the task; rank 0 holds the lease.
+  auto pit = state_.pools.find(t.mailbox);
+  if (pit == state_.pools.end() || pit->second.rec.sp_degree <= 1) return false;
+  for (const auto& [_, g] : pit->second.groups) {
+    if (g.task != task_id) continue;
+    for (uint64_t m : g.members) {
+      auto a = state_.actors.find(m);
+      if (a != state_.actors.end() && a->second.node == node) return true;
+    }
+  }
+  return false;
 }
 
 void Head::on_ack(const Client& c, const wire::AckResults& a) {

@@ -77,8 +77,11 @@ class Head {
   void on_fetch(Client& c, const wire::Fetch& f);
   // A call made by a running task, if the head holds it already (the parent
   // runs again): `c` becomes its caller and hears of it as a resubmission.
-  // Returns false for a call to accept as new; rejects a forged id.
+  // Returns false for a call to accept as new; rejects a forged id, and a
+  // call from a node that does not run the parent now.
   bool on_known_child_call(Client& c, const wire::Call& call, std::vector<uint64_t>& accepted);
+  // Task `task_id` holds a lease on `node` now (or runs there in its SP group).
+  bool runs_on(uint64_t task_id, const std::string& node) const;
   // A kRejected result for call `id` to `peer`, in its batch of results.
   void queue_rejection(const std::string& peer, uint64_t id, const std::string& why);
   // Adds `r` to the caller's batch of results, closing the batch at about kBatchBytes.

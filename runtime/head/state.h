@@ -170,6 +170,7 @@ struct Node {
 struct Client {
   ClientRecord rec;
   std::string peer;  // empty while not connected in this boot
+  std::string node;  // a node's connection for its tasks' calls: that node's id (from its hello)
   transport::Clock::time_point last_seen;
 };
 

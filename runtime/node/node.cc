@@ -39,7 +39,7 @@ Node::Node(NodeOptions options)
   so.advertise_host = opt_.object_host;
   so.capacity = opt_.object_store_bytes;
   objects_ = std::make_unique<objects::NodeObjectStore>(so);
-  caller_ = std::make_unique<TaskCaller>(opt_.head);
+  caller_ = std::make_unique<TaskCaller>(opt_.head, opt_.node_id);
   services_.reset(new TaskServices{draining_, opt_.head, *objects_, *caller_});
   if (!opt_.notice_url.empty()) {
     poller_ = std::make_unique<NoticePoller>(

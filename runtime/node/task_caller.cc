@@ -6,7 +6,7 @@ namespace spotlight::node {
 
 std::shared_ptr<detail::Client> TaskCaller::client() {
   std::lock_guard<std::mutex> l(mu_);
-  if (!client_) client_ = std::make_shared<detail::Client>(address_, ConnectOptions{});
+  if (!client_) client_ = std::make_shared<detail::Client>(address_, ConnectOptions{}, node_id_);
   return client_;
 }
 

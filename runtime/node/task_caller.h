@@ -15,12 +15,14 @@ namespace spotlight::node {
 
 class TaskCaller {
  public:
-  explicit TaskCaller(std::string head_address) : address_(std::move(head_address)) {}
+  TaskCaller(std::string head_address, std::string node_id)
+      : address_(std::move(head_address)), node_id_(std::move(node_id)) {}
   // Throws ConnectionError when the head does not answer.
   std::shared_ptr<detail::Client> client();
 
  private:
   const std::string address_;
+  const std::string node_id_;  // the head checks that a task's calls come from its node
   std::mutex mu_;
   std::shared_ptr<detail::Client> client_;
 };

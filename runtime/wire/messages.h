@@ -18,7 +18,8 @@ namespace spotlight::wire {
 // 3: results acknowledged to nodes (Done.seq, Tasks and Heartbeat done_acked);
 // 4: Fetch (a client takes over another client's call by its task id), Sync,
 //    call deadlines (Call.deadline_ms, Task.start_within_ms);
-// 5: calls made by running tasks (Call.parent, Call.child_key, ids from child_ids.h).
+// 5: calls made by running tasks (Call.parent, Call.child_key, ids from child_ids.h,
+//    HelloClient.node_id).
 inline constexpr uint16_t kProtocolVersion = 5;
 
 enum class MsgType : uint16_t {
@@ -105,7 +106,10 @@ struct HelloClient {
   // client that is not listed was received (its acknowledgement was lost in a
   // head crash) and is forgotten.
   std::vector<uint64_t> awaiting;
-  MSGPACK_DEFINE(client_id, awaiting)
+  // Set by a node's connection for its tasks' calls (TaskContext::runtime()):
+  // the head takes a task's calls only from the node that runs the task.
+  std::string node_id;
+  MSGPACK_DEFINE(client_id, awaiting, node_id)
 };
 
 struct Welcome {

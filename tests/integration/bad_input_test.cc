@@ -30,7 +30,7 @@ TEST(BadInput, HeadAnswersEachBadFrameAndKeepsServing) {
             ErrorCode::kBadVersion);
   EXPECT_EQ(peer.error_for(pack(std::make_tuple(wire::kProtocolVersion, 4242, 0, 0))),
             ErrorCode::kUnknownType);
-  std::string big = wire::encode(wire::HelloClient{std::string(200 * 1024, 'x'), {}});
+  std::string big = wire::encode(wire::HelloClient{std::string(200 * 1024, 'x'), {}, {}});
   EXPECT_EQ(peer.error_for(big), ErrorCode::kOversized);
   // A body of the wrong shape for its type.
   EXPECT_EQ(peer.error_for(wire::encode_raw(wire::MsgType::kHelloNode, 0, pack(std::string("x")))),
@@ -77,8 +77,9 @@ TEST(HeadProtocol, AWaitingCallIsAnnouncedAsAccepted) {
 }
 
 // Ids a client may not use: another client's, and a task's call whose id
-// does not derive from its parent, key and contents. Each is refused with a
-// rejected result and counted; the honest call beside them is accepted.
+// does not derive from its parent, key and contents. A well-formed task's
+// call from a driver's connection is refused too (task 77 runs nowhere).
+// Each is refused with a rejected result and counted, and the head serves on.
 TEST(BadInput, ForgedCallIdsAreRefused) {
   LocalCluster cluster(cluster_options(0));
   auto rt = cluster.connect();
@@ -86,30 +87,31 @@ TEST(BadInput, ForgedCallIdsAreRefused) {
   RawPeer peer(cluster.address());
   const uint64_t num = peer.hello_client("raw-forger");
   const Blob args{pack(std::make_tuple(int64_t{21}))};
-  const uint64_t honest = wire::child_call_id(77, 0, "w", "twice", args.data);
+  const uint64_t derived = wire::child_call_id(77, 0, "w", "twice", args.data);
   std::vector<wire::Call> calls{
       wire::Call{((num + 1) << 40) | 1, "w", "twice", args, 0, 0, 0, 0},   // another client's range
       wire::Call{wire::kChildIdBit | 5, "w", "twice", args, 0, 0, 77, 0},  // not derived
-      wire::Call{honest, "w", "twice", args, 0, 0, 0, 0},                  // no parent
-      wire::Call{honest, "w", "twice", args, 0, 0, 77, 0}};
+      wire::Call{derived, "w", "twice", args, 0, 0, 0, 0},                 // no parent
+      wire::Call{derived, "w", "twice", args, 0, 0, 77, 0}};               // not from its node
   peer.send(wire::encode(wire::Calls{calls}));
-  std::vector<uint64_t> rejected, accepted;
-  while (rejected.size() < 3 || accepted.empty()) {
+  std::vector<uint64_t> rejected;
+  while (rejected.size() < calls.size()) {
     auto env = peer.reply();
     ASSERT_TRUE(env.has_value()) << "the head stopped answering";
-    if (env->type == wire::MsgType::kResults) {
-      for (const auto& r : env->body<wire::Results>().results) {
-        EXPECT_FALSE(r.ok);
-        EXPECT_FALSE(r.payload.data.empty());
-        rejected.push_back(r.id);
-      }
-    } else if (env->type == wire::MsgType::kAccepted) {
-      accepted = env->body<wire::Accepted>().ids;
+    ASSERT_EQ(env->type, wire::MsgType::kResults) << "only refusals were due";
+    for (const auto& r : env->body<wire::Results>().results) {
+      EXPECT_FALSE(r.ok);
+      EXPECT_FALSE(r.payload.data.empty());
+      rejected.push_back(r.id);
     }
   }
-  EXPECT_EQ(rejected, (std::vector<uint64_t>{calls[0].id, calls[1].id, calls[2].id}));
-  EXPECT_EQ(accepted, std::vector<uint64_t>{honest});
-  EXPECT_EQ(testing::counter(rt.status(), "rejected_bad_id"), 3u);
+  EXPECT_EQ(rejected, (std::vector<uint64_t>{calls[0].id, calls[1].id, calls[2].id, calls[3].id}));
+  const ClusterStatus s = rt.status();
+  EXPECT_EQ(testing::counter(s, "rejected_bad_id"), 3u);
+  EXPECT_EQ(testing::counter(s, "rejected_stale_parent"), 1u);
+  const PoolStatus* w = testing::find_pool(s, "w");
+  ASSERT_NE(w, nullptr);
+  EXPECT_EQ(w->queued, 0u) << "a refused call was queued";
 }
 
 // The object directory in the head, and a node's object server.

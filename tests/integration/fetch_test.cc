@@ -102,7 +102,7 @@ TEST(Fetch, ANewClientCollectsTheCallsOfADriverKilledMidJob) {
   // Another client acknowledging them (as a caller that lost its calls to a
   // fetch does with its rejections) forgets nothing: only a call's caller can.
   RawPeer intruder(cluster.address());
-  intruder.send(wire::encode(wire::HelloClient{"fetch-intruder", {}}));
+  intruder.send(wire::encode(wire::HelloClient{"fetch-intruder", {}, {}}));
   ASSERT_TRUE(intruder.reply().has_value());
   intruder.send(
       wire::encode(wire::AckResults{std::vector<uint64_t>(ids.begin() + kCalls / 2, ids.end())}));
@@ -154,7 +154,7 @@ TEST(Fetch, AResubmissionAfterTheFetcherReceivedTheResultDoesNotRunAgain) {
   auto rt = cluster.connect();
   auto rec = rt.spawn<Recorder>("fetch-recorder");
   RawPeer driver(cluster.address());  // a client that will not read what it is sent
-  driver.send(wire::encode(wire::HelloClient{"fetch-raw-driver", {}}));
+  driver.send(wire::encode(wire::HelloClient{"fetch-raw-driver", {}, {}}));
   const uint64_t id =
       (uint64_t{next_of(driver, wire::MsgType::kWelcome).body<wire::Welcome>().client_num} << 40) |
       1;
@@ -177,7 +177,7 @@ TEST(Fetch, AResubmissionAfterTheFetcherReceivedTheResultDoesNotRunAgain) {
 
   // The driver reconnects (the head may have dropped its silent connection)
   // and resends what it still awaits, as the client library does.
-  driver.send(wire::encode(wire::HelloClient{"fetch-raw-driver", {id}}));
+  driver.send(wire::encode(wire::HelloClient{"fetch-raw-driver", {id}, {}}));
   next_of(driver, wire::MsgType::kWelcome);
   driver.send(wire::encode(call));
   wire::Envelope answer = next_of(driver, wire::MsgType::kResults);

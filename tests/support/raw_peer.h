@@ -34,9 +34,10 @@ class RawPeer {
     }
     return std::nullopt;
   }
-  // Says hello as client `id`; returns the client number the head gave it.
-  uint64_t hello_client(const std::string& id) {
-    send(wire::encode(wire::HelloClient{id, {}}));
+  // Says hello as client `id` (a node's connection for its tasks' calls with
+  // `node_id`); returns the client number the head gave it.
+  uint64_t hello_client(const std::string& id, const std::string& node_id = {}) {
+    send(wire::encode(wire::HelloClient{id, {}, node_id}));
     auto welcome = reply();
     EXPECT_TRUE(welcome && welcome->type == wire::MsgType::kWelcome) << "no welcome";
     return welcome && welcome->type == wire::MsgType::kWelcome

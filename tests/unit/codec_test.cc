@@ -28,7 +28,7 @@ TEST(Codec, EveryMessageTypeRoundTrips) {
   round_trip(ObjectLocations{true, 5 << 20, 77, {"node-1", "node-2"}, {"a:1", "b:2"}});
   round_trip(ObjectFetch{"policy@3", 8 << 20, 8 << 20});
   round_trip(ObjectChunk{true, 8 << 20, 3 << 20});
-  round_trip(HelloClient{"client-abc", {1, 2}});
+  round_trip(HelloClient{"client-abc", {1, 2}, "node-7"});
   round_trip(Welcome{7, 3, 250, 1000, 64u << 20, {4}});
   round_trip(Heartbeat{9, 41});
   round_trip(CreatePool{"squares", "Square", "any", 4, 2, 16, 2});
@@ -98,7 +98,7 @@ TEST(Codec, RefusesBadFrames) {
   EXPECT_EQ(code_of(pack(std::make_tuple(kProtocolVersion, 999, 0, 0))), ErrorCode::kUnknownType);
   EXPECT_EQ(code_of(pack(std::make_tuple("1", 5, 0, 0))), ErrorCode::kMalformed);
   // Truncated: a valid frame cut short.
-  std::string frame = encode(HelloClient{"abc", {}});
+  std::string frame = encode(HelloClient{"abc", {}, {}});
   EXPECT_EQ(code_of(std::string_view(frame).substr(0, frame.size() - 2)), ErrorCode::kMalformed);
 }
 
