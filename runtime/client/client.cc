@@ -528,6 +528,11 @@ void Runtime::create_pool(const std::string& name, const std::string& type, cons
   client_->request(wire::MsgType::kCreatePool, pack(c), std::chrono::seconds(30));
 }
 
+void Runtime::remove_pool(const std::string& name) {
+  client_->request(wire::MsgType::kRemovePool, pack(wire::RemovePool{name}),
+                   std::chrono::seconds(30));
+}
+
 void Runtime::wait_accepted(std::chrono::milliseconds timeout) {
   client_->request(wire::MsgType::kSync, pack(wire::Empty{}), timeout, true);
 }

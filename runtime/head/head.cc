@@ -190,6 +190,9 @@ void Head::handle(transport::RoutedMessage& m) {
       case MsgType::kCreatePool:
         if (require(client)) on_create_pool(peer, env.body<wire::CreatePool>(), rid);
         break;
+      case MsgType::kRemovePool:
+        if (require(client)) on_remove_pool(peer, env.body<wire::RemovePool>(), rid);
+        break;
       case MsgType::kCalls:
         if (require(client)) {
           auto calls = env.body<wire::Calls>();
@@ -798,6 +801,52 @@ void Head::on_commits(Node& n, const wire::Commits& c) {
     state_.apply_commit(e);
     count("commits");
   }
+}
+
+void Head::on_remove_pool(const std::string& peer, const wire::RemovePool& r, uint64_t rid) {
+  auto pit = state_.pools.find(r.name);
+  if (pit == state_.pools.end()) {
+    reply_error(peer, wire::ErrorCode::kBadRequest, "no actor or pool named '" + r.name + "'", rid);
+    return;
+  }
+  const Pool& pool = pit->second;
+  // Its open calls fail, the running ones too: a result that comes later is stale.
+  std::vector<uint64_t> open;
+  for (const auto& [id, t] : state_.tasks) {
+    if (t.mailbox == r.name && t.state != TaskState::kDone) open.push_back(id);
+  }
+  for (uint64_t id : open) {
+    Task& t = state_.tasks.at(id);
+    if (t.state == TaskState::kLeased) {
+      if (auto n = state_.nodes.find(t.node); n != state_.nodes.end() && n->second.leased > 0) {
+        n->second.leased -= 1;
+      }
+    }
+    FinishEvent f{id, false, static_cast<int32_t>(ErrorKind::kRejected), "rejected",
+                  Blob{"actor or pool '" + r.name + "' was removed"}};
+    record(EventKind::kFinish, f);
+    state_.apply_finish(f);
+    queue_result(t);
+  }
+  // Its actors leave their nodes, whose slots are free at once.
+  std::map<std::string, wire::Unplace> unplace;  // by the node's routing id
+  for (uint64_t id : pool.members) {
+    auto a = state_.actors.find(id);
+    if (a == state_.actors.end() || a->second.node.empty()) continue;
+    auto n = state_.nodes.find(a->second.node);
+    if (n == state_.nodes.end()) continue;
+    n->second.used -= pool.rec.slots_per_actor;
+    n->second.actors.erase(id);
+    if (n->second.alive) unplace[n->second.peer].actors.push_back(id);
+  }
+  for (auto& [node_peer, u] : unplace) to_nodes_[node_peer].frames.push_back(wire::encode(u));
+  spdlog::info("pool {} removed: {} calls failed, {} actors unplaced", r.name, open.size(),
+               pool.members.size());
+  count("pools_removed");
+  count("tasks_failed_pool_removed", open.size());
+  record(EventKind::kRemovePool, r.name);
+  state_.apply_remove_pool(r.name);
+  to_callers_[peer].frames.push_back(wire::encode_empty(wire::MsgType::kOk, rid));
 }
 
 void Head::on_drain(const std::string& peer, Node* from_node, const wire::Drain& d, uint64_t rid) {

@@ -105,6 +105,9 @@ class Head {
   void on_done(Node& n, wire::Done& d);
   void on_commits(Node& n, const wire::Commits& c);
   void on_drain(const std::string& peer, Node* from_node, const wire::Drain& d, uint64_t rid);
+  // Fails the pool's open calls, frees its actors' slots (Unplace to their
+  // nodes) and drops it, durably; answers Ok after the commit.
+  void on_remove_pool(const std::string& peer, const wire::RemovePool& r, uint64_t rid);
   void start_drain(Node& n);
   // Takes an actor off its node so that place() puts it elsewhere.
   void move_actor(Actor& a);

@@ -27,6 +27,14 @@ void State::apply_pool(const PoolRecord& p) {
   dirty_meta = true;
 }
 
+void State::apply_remove_pool(const std::string& name) {
+  auto it = pools.find(name);
+  if (it == pools.end()) return;
+  for (uint64_t a : it->second.members) actors.erase(a);
+  pools.erase(it);
+  dirty_meta = true;
+}
+
 void State::apply_actor(const ActorRecord& a) {
   Actor& actor = actors[a.id];
   actor.rec = a;
@@ -174,6 +182,9 @@ void State::replay(std::string_view entry) {
       case EventKind::kForget: apply_forget(body.as<std::vector<uint64_t>>()); break;
       case EventKind::kClaim:
         apply_claim(body.as<ClaimEvent>());
+        break;
+      case EventKind::kRemovePool:
+        apply_remove_pool(body.as<std::string>());
         break;
       default: throw std::runtime_error("journal entry has an unknown event kind");
     }

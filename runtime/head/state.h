@@ -40,6 +40,8 @@ enum class EventKind : uint8_t {
   kForget = 8,   // task ids whose results the caller has received
   kCommit = 9,   // CommitEvent: in-flight state of a leased task
   kClaim = 10,   // ClaimEvent: another client fetched the task and now receives its result
+  kRemovePool =
+      11,  // a pool's name: the pool and its actors are gone (its open tasks finished before)
 };
 
 struct LeaseEvent {
@@ -200,6 +202,8 @@ class State {
 
   void apply_client(const ClientRecord& c);
   void apply_pool(const PoolRecord& p);
+  // Drops the pool and its actors' records (its open tasks were finished first).
+  void apply_remove_pool(const std::string& name);
   void apply_actor(const ActorRecord& a);
   // `maker`: the record of the client that made the call (the live head has
   // it at hand), else found by the id's prefix.

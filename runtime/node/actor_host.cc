@@ -118,13 +118,17 @@ ActorHost::ActorHost(uint64_t actor_id, uint32_t incarnation, const detail::Acto
 }
 
 ActorHost::~ActorHost() {
+  retire();
+  thread_.join();
+}
+
+void ActorHost::retire() {
   {
     std::lock_guard<std::mutex> l(mu_);
     stop_ = true;
     queue_.clear();
   }
   cv_.notify_all();
-  thread_.join();
 }
 
 void ActorHost::hand_back_queued() {
@@ -225,7 +229,10 @@ void ActorHost::loop() {
     restore_.reset();
   }
   out_.placed(placed);
-  if (!placed.ok) return;
+  if (!placed.ok) {
+    exited_ = true;
+    return;
+  }
   std::unique_lock<std::mutex> l(mu_);
   while (true) {
     transport::spin_until(l, [&] { return stop_ || !queue_.empty(); });
@@ -255,6 +262,7 @@ void ActorHost::loop() {
   }
   l.unlock();
   instance_.reset();  // the actor is destroyed on its own thread
+  exited_ = true;
 }
 
 }  // namespace spotlight::node

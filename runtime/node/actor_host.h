@@ -75,6 +75,10 @@ class ActorHost {
             std::optional<std::string> restore = std::nullopt);
   // Lets the running task finish, drops the queued ones, joins the thread.
   ~ActorHost();
+  // The same without waiting: the thread ends after its running task, and
+  // exited() says when (the node then destroys the host at no cost).
+  void retire();
+  bool exited() const { return exited_.load(); }
   ActorHost(const ActorHost&) = delete;
   ActorHost& operator=(const ActorHost&) = delete;
 
@@ -104,6 +108,7 @@ class ActorHost {
   std::condition_variable cv_;
   std::deque<wire::Task> queue_;
   bool stop_ = false;
+  std::atomic<bool> exited_{false};
   std::thread thread_;
 };
 

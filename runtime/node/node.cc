@@ -53,6 +53,7 @@ Node::Node(NodeOptions options)
 Node::~Node() {
   poller_.reset();
   hosts_.clear();
+  retiring_.clear();
 }
 
 void Node::send(const std::string& frame) {
@@ -110,6 +111,7 @@ void Node::run() {
       if (shutdown_) break;
     }
     send_outgoing();
+    std::erase_if(retiring_, [](const auto& h) { return h->exited(); });
     if (notice_.load() && !draining_.load()) {
       int64_t left = notice_left_ms_.load();
       begin_drain(left >= 0 ? std::chrono::milliseconds(left) : opt_.notice_deadline, true);
@@ -138,6 +140,7 @@ void Node::run() {
   }
   spdlog::info("node {} leaving", opt_.node_id);
   hosts_.clear();
+  retiring_.clear();
   send_outgoing();  // results of tasks that finished while leaving
 }
 
@@ -178,6 +181,9 @@ void Node::handle(zmq::message_t& m) {
         break;
       case MsgType::kPlace:
         if (welcomed_) on_place(env.body<wire::Place>());
+        break;
+      case MsgType::kUnplace:
+        if (welcomed_) on_unplace(env.body<wire::Unplace>());
         break;
       case MsgType::kTasks:
         if (welcomed_) {
@@ -228,6 +234,17 @@ void Node::on_place(const wire::Place& p) {
   if (p.has_state) restore = p.state.data;
   hosts_[p.actor_id] = std::make_unique<ActorHost>(p.actor_id, p.incarnation, *type, out_,
                                                    *services_, std::move(restore));
+}
+
+void Node::on_unplace(const wire::Unplace& u) {
+  for (uint64_t id : u.actors) {
+    auto it = hosts_.find(id);
+    if (it == hosts_.end()) continue;
+    it->second->retire();  // a running task ends on its own; the loop must not wait for it
+    retiring_.push_back(std::move(it->second));
+    hosts_.erase(it);
+  }
+  spdlog::info("node {}: {} actors unplaced", opt_.node_id, u.actors.size());
 }
 
 void Node::begin_drain(std::chrono::milliseconds deadline, bool tell_head) {

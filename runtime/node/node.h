@@ -56,6 +56,7 @@ class Node {
   void reset_session(const char* why);
   void handle(zmq::message_t& m);
   void on_place(const wire::Place& p);
+  void on_unplace(const wire::Unplace& u);
   void on_tasks(wire::Tasks& t);
   void send_outgoing();
   void send(const std::string& frame);
@@ -80,6 +81,8 @@ class Node {
   std::unique_ptr<TaskCaller> caller_;                 // outlives hosts_ too
   std::unique_ptr<TaskServices> services_;             // what hosts_ lend their tasks
   std::map<uint64_t, std::unique_ptr<ActorHost>> hosts_;
+  // Unplaced hosts whose running task has yet to end (their pool was removed).
+  std::vector<std::unique_ptr<ActorHost>> retiring_;
   bool welcomed_ = false;
   uint64_t boot_ = 0;
   // Done frames sent and not yet acknowledged as committed, oldest first

@@ -334,6 +334,9 @@ class SqliteStore final : public Store {
   void write_tables(const Compaction& c, int64_t base) {
     exec("BEGIN");
     try {
+      // The snapshot holds every pool and actor: rows of removed ones go.
+      exec("DELETE FROM pools");
+      exec("DELETE FROM actors");
       Stmt pool(db_, "INSERT OR REPLACE INTO pools(name, rec) VALUES(?, ?)");
       for (const auto& p : c.pools) {
         pool.bind(1, p.name);

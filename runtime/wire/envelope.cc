@@ -11,6 +11,8 @@ const char* to_string(MsgType t) {
     case MsgType::kHeartbeat: return "Heartbeat";
     case MsgType::kCreatePool: return "CreatePool";
     case MsgType::kPoolCreated: return "PoolCreated";
+    case MsgType::kRemovePool:
+      return "RemovePool";
     case MsgType::kCalls: return "Calls";
     case MsgType::kAccepted: return "Accepted";
     case MsgType::kResults: return "Results";
@@ -25,6 +27,8 @@ const char* to_string(MsgType t) {
     case MsgType::kDone: return "Done";
     case MsgType::kCommits: return "Commits";
     case MsgType::kDrain: return "Drain";
+    case MsgType::kUnplace:
+      return "Unplace";
     case MsgType::kStatusRequest: return "StatusRequest";
     case MsgType::kStatus: return "Status";
     case MsgType::kStop: return "Stop";

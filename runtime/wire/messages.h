@@ -19,8 +19,9 @@ namespace spotlight::wire {
 // 4: Fetch (a client takes over another client's call by its task id), Sync,
 //    call deadlines (Call.deadline_ms, Task.start_within_ms);
 // 5: calls made by running tasks (Call.parent, Call.child_key, ids from child_ids.h,
-//    HelloClient.node_id).
-inline constexpr uint16_t kProtocolVersion = 5;
+//    HelloClient.node_id);
+// 6: RemovePool (client -> head) and Unplace (head -> node).
+inline constexpr uint16_t kProtocolVersion = 6;
 
 enum class MsgType : uint16_t {
   kError = 1,
@@ -30,6 +31,7 @@ enum class MsgType : uint16_t {
   kHeartbeat = 5,
   kCreatePool = 10,
   kPoolCreated = 11,
+  kRemovePool = 12,  // client -> head: remove an actor or pool (answered Ok or Error)
   kCalls = 20,
   kAccepted = 21,
   kResults = 22,
@@ -42,6 +44,7 @@ enum class MsgType : uint16_t {
   kDone = 33,
   kCommits = 34,
   kDrain = 35,
+  kUnplace = 36,  // head -> node: stop hosting these actors (their pool was removed)
   kStatusRequest = 40,
   kStatus = 41,
   kStop = 42,
@@ -144,6 +147,18 @@ struct PoolCreated {
   bool ok = false;
   std::string error;
   MSGPACK_DEFINE(name, ok, error)
+};
+
+struct RemovePool {
+  std::string name;
+  MSGPACK_DEFINE(name)
+};
+
+// The node stops hosting these actors: queued tasks are dropped, a running
+// one finishes on its own (the head no longer waits for its result).
+struct Unplace {
+  std::vector<uint64_t> actors;
+  MSGPACK_DEFINE(actors)
 };
 
 struct Call {
@@ -374,6 +389,7 @@ SPOTLIGHT_WIRE_TYPE_(Welcome, kWelcome)
 SPOTLIGHT_WIRE_TYPE_(Heartbeat, kHeartbeat)
 SPOTLIGHT_WIRE_TYPE_(CreatePool, kCreatePool)
 SPOTLIGHT_WIRE_TYPE_(PoolCreated, kPoolCreated)
+SPOTLIGHT_WIRE_TYPE_(RemovePool, kRemovePool)
 SPOTLIGHT_WIRE_TYPE_(Calls, kCalls)
 SPOTLIGHT_WIRE_TYPE_(Accepted, kAccepted)
 SPOTLIGHT_WIRE_TYPE_(Results, kResults)
@@ -385,6 +401,7 @@ SPOTLIGHT_WIRE_TYPE_(Tasks, kTasks)
 SPOTLIGHT_WIRE_TYPE_(Done, kDone)
 SPOTLIGHT_WIRE_TYPE_(Commits, kCommits)
 SPOTLIGHT_WIRE_TYPE_(Drain, kDrain)
+SPOTLIGHT_WIRE_TYPE_(Unplace, kUnplace)
 SPOTLIGHT_WIRE_TYPE_(ClusterStatus, kStatus)
 SPOTLIGHT_WIRE_TYPE_(KvSet, kKvSet)
 SPOTLIGHT_WIRE_TYPE_(KvGet, kKvGet)

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 
+#include "wire/child_ids.h"
 #include "wire/envelope.h"
 
 namespace spotlight::wire {
@@ -33,9 +34,12 @@ TEST(Codec, EveryMessageTypeRoundTrips) {
   round_trip(Heartbeat{9, 41});
   round_trip(CreatePool{"squares", "Square", "any", 4, 2, 16, 2});
   round_trip(PoolCreated{"squares", false, "exists with another type"});
+  round_trip(RemovePool{"squares"});
+  round_trip(Unplace{{5, 6}});
   round_trip(
       Calls{{Call{(3ull << 40) | 1, "counter", "add", Blob{pack(std::make_tuple(5))}, 0},
-             Call{(3ull << 40) | 2, "counter", "get", Blob{std::string("\0\xff", 2)}, 3, 1500}}});
+             Call{(3ull << 40) | 2, "counter", "get", Blob{std::string("\0\xff", 2)}, 3, 1500},
+             Call{kChildIdBit | 7, "counter", "get", Blob{}, 0, 0, (3ull << 40) | 1, 2}}});
   round_trip(Accepted{{1, 2, 3}});
   round_trip(Results{{Result{1, true, 0, "", Blob{pack(55)}},
                       Result{2, false, 1, "std::domain_error", Blob{"negative"}}}});

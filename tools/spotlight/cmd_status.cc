@@ -119,6 +119,17 @@ void add_status(CLI::App& app) {
     std::cout << "node " << *drain_node_id << " is draining (deadline " << *deadline << " s)\n";
   });
 
+  auto remove_address = std::make_shared<std::string>(default_address());
+  auto remove_name = std::make_shared<std::string>();
+  CLI::App* rm =
+      app.add_subcommand("remove", "Remove an actor or pool: its calls fail, its slots are freed");
+  rm->add_option("name", *remove_name, "Actor or pool name (see spotlight status)")->required();
+  rm->add_option("--address", *remove_address, "HOST:PORT of the head ($SPOTLIGHT_ADDRESS)");
+  rm->callback([=] {
+    connect(*remove_address).remove_pool(*remove_name);
+    std::cout << "removed " << *remove_name << "\n";
+  });
+
   auto stop_address = std::make_shared<std::string>(default_address());
   CLI::App* sp = app.add_subcommand("stop", "Stop every node and the head");
   sp->add_option("--address", *stop_address, "HOST:PORT of the head ($SPOTLIGHT_ADDRESS)");

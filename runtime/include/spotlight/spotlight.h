@@ -117,6 +117,12 @@ class Runtime {
   }
   // Creates the pool (idempotent for the same type); returns once committed.
   void create_pool(const std::string& name, const std::string& type, const Placement& where);
+  // Removes an actor or pool (Ray's kill): its waiting and running calls fail
+  // with RejectedError, its actors leave their nodes (a running method ends
+  // on its own, its result dropped) and their slots are free at once. Returns
+  // once committed; later calls to the name are rejected until it is created
+  // again. Throws RejectedError for a name the head does not know.
+  void remove_pool(const std::string& name);
 
   // A call by names, for tools and for types this program does not link.
   template <class R, class... Args>
