@@ -35,11 +35,11 @@ TEST(RemovePool, ItsCallsFailItsSlotsAreFreedAndItsNameIsGone) {
   auto gates = rt.pool<Gate>("gates", on_market("any").members(2));
   testing::TempDir dir("remove");
   std::vector<Future<int64_t>> calls;
-  for (int64_t i = 0; i < 6; ++i) calls.push_back(gates.call(&Gate::pass, dir.path(), i));
-  // Two run (held at the gate) and four wait.
+  for (int64_t i = 0; i < 6; ++i) calls.push_back(gates.call(&Gate::enter_and_pass, dir.path(), i));
+  // Two run (each committed once, and is held at the gate), four wait on the node.
   ASSERT_TRUE(wait_for_status(cluster.address(), [](const ClusterStatus& s) {
     const PoolStatus* p = find_pool(s, "gates");
-    return p && p->leased == 6;
+    return p && p->leased == 6 && counter(s, "commits") == 2;
   }));
 
   rt.remove_pool("gates");
@@ -66,7 +66,7 @@ TEST(RemovePool, ItsCallsFailItsSlotsAreFreedAndItsNameIsGone) {
 
   // The name is gone: calls to it and a second removal are refused.
   try {
-    gates.call(&Gate::pass, dir.path(), int64_t{9}).get(std::chrono::seconds(30));
+    gates.call(&Gate::enter_and_pass, dir.path(), int64_t{9}).get(std::chrono::seconds(30));
     FAIL() << "a call to a removed pool was taken";
   } catch (const RejectedError& e) {
     EXPECT_NE(std::string(e.what()).find("no actor or pool named 'gates'"), std::string::npos)

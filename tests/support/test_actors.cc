@@ -46,6 +46,11 @@ int64_t Gate::pass(std::string dir, int64_t key) {
   return key;
 }
 
+int64_t Gate::enter_and_pass(spotlight::TaskContext& ctx, std::string dir, int64_t key) {
+  ctx.commit("entered");
+  return pass(std::move(dir), key);
+}
+
 StepReport Stepper::run(spotlight::TaskContext& ctx, int64_t key, int64_t steps, int64_t step_ms) {
   StepState s = ctx.resume_value<StepState>().value_or(StepState{});
   StepReport r{key, ctx.attempt(), ctx.resumed(), s.step, 0, getpid()};
@@ -137,7 +142,7 @@ ObjectView ObjectUser::stats(spotlight::TaskContext& ctx) { return view_of(ctx, 
 
 SPOTLIGHT_ACTOR(testing_actors::Recorder, record, stats)
 SPOTLIGHT_ACTOR(testing_actors::Stepper, run)
-SPOTLIGHT_ACTOR(testing_actors::Gate, pass)
+SPOTLIGHT_ACTOR(testing_actors::Gate, pass, enter_and_pass)
 SPOTLIGHT_ACTOR(testing_actors::Fanout, twice_all, record_then_pass, spawn_and_ask)
 SPOTLIGHT_ACTOR(testing_actors::Ledger, add, total, pid)
 SPOTLIGHT_ACTOR(testing_actors::Worker, who, twice, fail, echo_many, blob)

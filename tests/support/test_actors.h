@@ -42,6 +42,8 @@ class Worker {
 class Gate {
  public:
   int64_t pass(std::string dir, int64_t key);
+  // The same, after a commit that tells the head (its `commits` counter) it started.
+  int64_t enter_and_pass(spotlight::TaskContext& ctx, std::string dir, int64_t key);
 };
 
 // A stateful actor with save/restore hooks: its total survives its machine.
