@@ -24,6 +24,7 @@ using testing::busy_node;
 using testing::cluster_options;
 using testing::counter;
 using testing::find_pool;
+using testing::lines_in;
 using testing::wait_for_status;
 using testing_actors::Fanout;
 using testing_actors::FanoutReport;
@@ -68,13 +69,6 @@ TEST(NestedCalls, AnActorCallsAPoolCreatesOneAndGetsRejectionsAsErrors) {
   EXPECT_TRUE(wait_for_status(cluster.address(), [](const ClusterStatus& st) {
     return st.tasks_live == 0;
   })) << "calls made by finished tasks are kept";
-}
-
-size_t lines_in(const std::string& path) {
-  std::ifstream in(path);
-  size_t n = 0;
-  for (std::string line; std::getline(in, line);) ++n;
-  return n;
 }
 
 // Node 0 (reserved) hosts the recorder and the gate; a parent on a spot node

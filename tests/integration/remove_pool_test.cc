@@ -18,16 +18,10 @@ namespace {
 using testing::cluster_options;
 using testing::counter;
 using testing::find_pool;
+using testing::lines_in;
 using testing::wait_for_status;
 using testing_actors::Gate;
 using testing_actors::Worker;
-
-size_t lines_in(const std::string& path) {
-  std::ifstream in(path);
-  size_t n = 0;
-  for (std::string line; std::getline(in, line);) ++n;
-  return n;
-}
 
 TEST(RemovePool, ItsCallsFailItsSlotsAreFreedAndItsNameIsGone) {
   LocalCluster cluster(cluster_options(1, 2));

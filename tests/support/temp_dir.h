@@ -5,10 +5,19 @@
 #include <stdlib.h>
 
 #include <filesystem>
+#include <fstream>
 #include <stdexcept>
 #include <string>
 
 namespace spotlight::testing {
+
+// Lines in a file (0 if it does not exist): what other processes appended.
+inline size_t lines_in(const std::string& path) {
+  std::ifstream in(path);
+  size_t n = 0;
+  for (std::string line; std::getline(in, line);) ++n;
+  return n;
+}
 
 class TempDir {
  public:

@@ -22,7 +22,6 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "spotlight/codec.h"
@@ -54,8 +53,6 @@ class Runtime;
 namespace detail {
 class Client;
 class CallOrigin;
-// wire/child_ids.h's commit_lineage, for the inline TaskContext.
-uint64_t commit_lineage(std::string_view committed);
 
 // Implemented by the node for each running task.
 class TaskHost {
@@ -75,11 +72,7 @@ class TaskHost {
 class TaskContext {
  public:
   TaskContext(detail::TaskHost& host, uint64_t task_id, uint32_t attempt, const std::string* resume)
-      : host_(host),
-        id_(task_id),
-        attempt_(attempt),
-        resume_(resume),
-        lineage_(resume ? detail::commit_lineage(*resume) : 0) {}
+      : host_(host), id_(task_id), attempt_(attempt), resume_(resume) {}
 
   uint64_t task_id() const { return id_; }
   // 1 for the first run; grows when the task is re-run after a crash (not after a yield).
@@ -152,7 +145,10 @@ class TaskContext {
   void rebase(const std::string& committed);
 
   const std::string* resume_;
-  uint64_t lineage_;  // of the last commit this run made or resumed from; 0: none
+  // Of the last commit this run made (0: none; the commit it resumed from,
+  // hashed when runtime() first needs it, if it made none).
+  uint64_t lineage_ = 0;
+  bool committed_ = false;
   std::shared_ptr<detail::CallOrigin> origin_;  // made by the first runtime()
 };
 
