@@ -503,19 +503,10 @@ bool Head::on_known_child_call(Client& c, const wire::Call& call, std::vector<ui
   if (it == state_.tasks.end()) return false;
   Task& t = it->second;
   if (t.caller != c.rec.num) {
-    // The parent runs again, here: its earlier run's node is gone or gave the
-    // task back. That run, if it still waits, learns that it will not get the result.
-    if (auto old = state_.client_by_num.find(t.caller); old != state_.client_by_num.end()) {
-      const Client& prev = state_.clients[old->second];
-      if (!prev.peer.empty()) {
-        queue_rejection(prev.peer, t.id,
-                        "call " + std::to_string(t.id) + " was made again by a later run of task " +
-                            std::to_string(call.parent) + ", which receives its result");
-      }
-    }
-    ClaimEvent e{t.id, c.rec.num};
-    record(EventKind::kClaim, e);
-    state_.apply_claim(e);
+    // The parent runs again, here: its earlier run's node is gone or gave the task back.
+    claim(t, c,
+          "call " + std::to_string(t.id) + " was made again by a later run of task " +
+              std::to_string(call.parent) + ", which receives its result");
   }
   count("child_calls_answered_again");
   accepted.push_back(t.id);
@@ -551,6 +542,18 @@ void Head::on_ack(const Client& c, const wire::AckResults& a) {
   if (!done.empty()) record(EventKind::kForget, done);
 }
 
+void Head::claim(Task& t, const Client& c, const std::string& why) {
+  // The previous caller, if it is still connected, learns at once that it will
+  // not get the result; if it reconnects later, its resubmission does.
+  if (auto old = state_.client_by_num.find(t.caller); old != state_.client_by_num.end()) {
+    const Client& prev = state_.clients[old->second];
+    if (!prev.peer.empty()) queue_rejection(prev.peer, t.id, why);
+  }
+  ClaimEvent e{t.id, c.rec.num};
+  record(EventKind::kClaim, e);
+  state_.apply_claim(e);
+}
+
 void Head::on_fetch(Client& c, const wire::Fetch& f) {
   if (f.ids.size() > kMaxFetchIds) {
     throw std::invalid_argument("a Fetch may list at most " + std::to_string(kMaxFetchIds) +
@@ -566,15 +569,7 @@ void Head::on_fetch(Client& c, const wire::Fetch& f) {
     }
     Task& t = it->second;
     if (t.caller != c.rec.num) {
-      // The previous caller, if it is still connected, learns at once that it
-      // will not get the result; if it reconnects later, its resubmission does.
-      if (auto old = state_.client_by_num.find(t.caller); old != state_.client_by_num.end()) {
-        const Client& prev = state_.clients[old->second];
-        if (!prev.peer.empty()) queue_rejection(prev.peer, id, claimed_message(id));
-      }
-      ClaimEvent e{id, c.rec.num};
-      record(EventKind::kClaim, e);
-      state_.apply_claim(e);
+      claim(t, c, claimed_message(id));
       count("claimed_calls");
     }
     if (t.state == TaskState::kDone) queue_result(t);

@@ -75,6 +75,9 @@ class Head {
   // Makes `c` the caller of each call fetched, durably, and sends the results
   // it has (the rest follow when they are stored).
   void on_fetch(Client& c, const wire::Fetch& f);
+  // Makes `c` the caller of `t`, durably (a Claim event); the previous
+  // caller, if connected, gets a rejection saying `why`.
+  void claim(Task& t, const Client& c, const std::string& why);
   // A call made by a running task, if the head holds it already (the parent
   // runs again): `c` becomes its caller and hears of it as a resubmission.
   // Returns false for a call to accept as new; rejects a forged id, and a

@@ -114,7 +114,10 @@ ActorHost::ActorHost(uint64_t actor_id, uint32_t incarnation, const detail::Acto
       out_(out),
       services_(services),
       restore_(std::move(restore)) {
-  thread_ = std::thread([this] { loop(); });
+  thread_ = std::thread([this] {
+    loop();
+    exited_ = true;
+  });
 }
 
 ActorHost::~ActorHost() {
@@ -229,10 +232,7 @@ void ActorHost::loop() {
     restore_.reset();
   }
   out_.placed(placed);
-  if (!placed.ok) {
-    exited_ = true;
-    return;
-  }
+  if (!placed.ok) return;
   std::unique_lock<std::mutex> l(mu_);
   while (true) {
     transport::spin_until(l, [&] { return stop_ || !queue_.empty(); });
@@ -262,7 +262,6 @@ void ActorHost::loop() {
   }
   l.unlock();
   instance_.reset();  // the actor is destroyed on its own thread
-  exited_ = true;
 }
 
 }  // namespace spotlight::node
