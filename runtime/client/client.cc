@@ -6,6 +6,7 @@
 
 #include "common/ids.h"
 #include "spotlight/spotlight.h"
+#include "transport/handshake_monitor.h"
 #include "transport/spin.h"
 #include "wire/child_ids.h"
 
@@ -26,17 +27,34 @@ Client::Client(std::string address, ConnectOptions options, std::string node_id)
       opt_(options),
       id_("client-" + common::random_id()),
       node_id_(std::move(node_id)) {
-  dealer_ = transport::make_dealer(transport::endpoint(address_), id_);
+  // Its handshakes are watched while connecting only: a refused key is then said at once.
+  std::unique_ptr<transport::HandshakeMonitor> watch;
+  dealer_ = transport::make_dealer(transport::endpoint(address_), id_,
+                                   transport::resolve_key(opt_.cluster_key), true, &watch);
+  transport::HandshakeMonitor& handshakes = *watch;
   dealer_fd_ = dealer_.get(zmq::sockopt::fd);
   welcome_ = std::make_shared<FutureState>();
   io_ = std::thread([this] { io_loop(); });
-  if (!welcome_->wait_until(std::chrono::steady_clock::now() + opt_.connect_timeout)) {
+  auto deadline = std::chrono::steady_clock::now() + opt_.connect_timeout;
+  std::string failure;
+  while (!welcome_->wait_until(
+      std::min(deadline, std::chrono::steady_clock::now() + std::chrono::milliseconds(50)))) {
+    handshakes.drain();
+    if (handshakes.refused()) {
+      failure = handshakes.refused_by("the head at " + address_);
+    } else if (std::chrono::steady_clock::now() >= deadline) {
+      failure = "no answer from a head at " + address_ + " within " +
+                std::to_string(opt_.connect_timeout.count()) + " ms";
+    }
+    if (failure.empty()) continue;
     stop_ = true;
     waker_.notify();
     io_.join();
-    throw ConnectionError("no answer from a head at " + address_ + " within " +
-                          std::to_string(opt_.connect_timeout.count()) + " ms");
+    throw ConnectionError(failure);
   }
+  // Under the lock of whoever uses the socket (HandshakeMonitor's rule).
+  std::lock_guard<std::mutex> io(io_mu_);
+  handshakes.stop();
 }
 
 Client::~Client() {
@@ -522,6 +540,10 @@ Runtime connect(const std::string& address, ConnectOptions options) {
   return Runtime(std::make_shared<detail::Client>(address, options));
 }
 
+void use_cluster_key(const std::string& key) {
+  transport::set_process_key(transport::ClusterKey::parse(key));
+}
+
 void Runtime::create_pool(const std::string& name, const std::string& type, const Placement& where) {
   wire::CreatePool c{name, type, where.market, where.size, where.slots_per_actor, where.prefetch,
                      where.sp_degree};
@@ -549,18 +571,28 @@ void Runtime::stop_cluster() {
 
 namespace {
 // A throwaway DEALER: one request, one reply, no hello.
-std::string one_shot(const std::string& address, wire::MsgType type, std::chrono::milliseconds timeout,
+std::string one_shot(const std::string& address, const transport::ClusterKey& key,
+                     wire::MsgType type, std::chrono::milliseconds timeout,
                      const std::string& body = pack(wire::Empty{})) {
   // Not immediate: the request waits in the socket until the connection is up.
-  zmq::socket_t s =
-      transport::make_dealer(transport::endpoint(address), "oneshot-" + common::random_id(), false);
+  zmq::socket_t s;
+  std::unique_ptr<transport::HandshakeMonitor> watch;  // stopped before s closes: declared after it
+  s = transport::make_dealer(transport::endpoint(address), "oneshot-" + common::random_id(), key,
+                             false, &watch);
   s.set(zmq::sockopt::linger, 0);
+  transport::HandshakeMonitor& handshakes = *watch;
   transport::send(s, wire::encode_raw(type, 1, body));
   auto deadline = std::chrono::steady_clock::now() + timeout;
-  zmq::pollitem_t items[] = {{s.handle(), 0, ZMQ_POLLIN, 0}};
+  zmq::pollitem_t items[] = {{s.handle(), 0, ZMQ_POLLIN, 0},
+                             {handshakes.socket().handle(), 0, ZMQ_POLLIN, 0}};
   while (std::chrono::steady_clock::now() < deadline) {
-    zmq::poll(items, 1, std::chrono::duration_cast<std::chrono::milliseconds>(
-                            deadline - std::chrono::steady_clock::now()));
+    zmq::poll(items, 2,
+              std::chrono::duration_cast<std::chrono::milliseconds>(
+                  deadline - std::chrono::steady_clock::now()));
+    handshakes.drain();
+    if (handshakes.refused()) {
+      throw ConnectionError(handshakes.refused_by("the head at " + address));
+    }
     while (auto m = transport::try_recv(s)) {
       std::string frame(static_cast<const char*>(m->data()), m->size());
       wire::Envelope env = wire::decode(frame);
@@ -574,17 +606,31 @@ std::string one_shot(const std::string& address, wire::MsgType type, std::chrono
 }
 }  // namespace
 
+namespace detail {
+ClusterStatus cluster_status(const std::string& address, const std::string& key,
+                             std::chrono::milliseconds timeout) {
+  return wire::decode(
+             one_shot(address, transport::resolve_key(key), wire::MsgType::kStatusRequest, timeout))
+      .body<ClusterStatus>();
+}
+void stop_cluster(const std::string& address, const std::string& key,
+                  std::chrono::milliseconds timeout) {
+  one_shot(address, transport::resolve_key(key), wire::MsgType::kStop, timeout);
+}
+}  // namespace detail
+
 ClusterStatus cluster_status(const std::string& address, std::chrono::milliseconds timeout) {
-  return wire::decode(one_shot(address, wire::MsgType::kStatusRequest, timeout)).body<ClusterStatus>();
+  return detail::cluster_status(address, "", timeout);
 }
 
 void stop_cluster(const std::string& address, std::chrono::milliseconds timeout) {
-  one_shot(address, wire::MsgType::kStop, timeout);
+  detail::stop_cluster(address, "", timeout);
 }
 
 void drain_node(const std::string& address, const std::string& node_id,
                 std::chrono::milliseconds deadline, std::chrono::milliseconds timeout) {
-  one_shot(address, wire::MsgType::kDrain, timeout, pack(wire::Drain{node_id, deadline.count()}));
+  one_shot(address, transport::process_key(), wire::MsgType::kDrain, timeout,
+           pack(wire::Drain{node_id, deadline.count()}));
 }
 
 void Runtime::drain(const std::string& node_id, std::chrono::milliseconds deadline) {

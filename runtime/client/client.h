@@ -118,4 +118,12 @@ class Client final : public Waiter, public std::enable_shared_from_this<Client> 
   std::thread io_;
 };
 
+// One-shot status and stop requests under cluster key `key` (hex, "none", or
+// empty for the process's key): what a local cluster, whose key may not be
+// the process's, uses.
+ClusterStatus cluster_status(const std::string& address, const std::string& key,
+                             std::chrono::milliseconds timeout = std::chrono::seconds(5));
+void stop_cluster(const std::string& address, const std::string& key,
+                  std::chrono::milliseconds timeout);
+
 }  // namespace spotlight::detail

@@ -8,7 +8,8 @@ namespace spotlight::client {
 HeadRequester::HeadRequester(std::string address, const std::string& id_prefix)
     : address_(std::move(address)),
       // Not immediate: a request waits in the socket until the connection is up.
-      socket_(transport::make_dealer(transport::endpoint(address_), id_prefix + common::random_id(), false)) {
+      socket_(transport::make_dealer(transport::endpoint(address_), id_prefix + common::random_id(),
+                                     transport::process_key(), false)) {
   socket_.set(zmq::sockopt::linger, 0);
 }
 

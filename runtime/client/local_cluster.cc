@@ -6,8 +6,10 @@
 #include <filesystem>
 #include <thread>
 
+#include "client/client.h"
 #include "common/process.h"
 #include "spotlight/spotlight.h"
+#include "transport/cluster_key.h"
 
 namespace spotlight {
 
@@ -25,6 +27,11 @@ struct LocalCluster::Impl {
   pid_t head = -1;
   std::vector<pid_t> nodes;
   bool stopped = false;
+  std::string key;  // the cluster key, hex or "none", handed to children in their environment
+
+  std::vector<std::string> child_env() const {
+    return {std::string(transport::kKeyVariable) + "=" + key};
+  }
 
   std::string log(const std::string& name) const { return opt.quiet ? (dir / name).string() : ""; }
 
@@ -33,8 +40,9 @@ struct LocalCluster::Impl {
     fs::remove(port_file);
     std::vector<std::string> argv{bin, "head", "--bind", "127.0.0.1", "--port", std::to_string(port),
                                   "--store", store, "--port-file", port_file};
+    if (key == "none") argv.push_back("--insecure");
     argv.insert(argv.end(), opt.head_args.begin(), opt.head_args.end());
-    head = common::spawn(argv, log("head.log"));
+    head = common::spawn(argv, log("head.log"), child_env());
     std::string p = common::wait_for_file(port_file, std::chrono::seconds(20));
     if (p.empty()) {
       throw ConnectionError("the head did not start; see " + (dir / "head.log").string());
@@ -52,7 +60,8 @@ struct LocalCluster::Impl {
       argv.push_back(lib);
     }
     int index = static_cast<int>(nodes.size());
-    nodes.push_back(common::spawn(argv, log("node-" + std::to_string(index) + ".log")));
+    nodes.push_back(
+        common::spawn(argv, log("node-" + std::to_string(index) + ".log"), child_env()));
     return index;
   }
 
@@ -61,7 +70,8 @@ struct LocalCluster::Impl {
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
     while (std::chrono::steady_clock::now() < deadline) {
       size_t n = 0;
-      for (const auto& node : cluster_status(address).nodes) n += node.state == "alive";
+      for (const auto& node : detail::cluster_status(address, key).nodes)
+        n += node.state == "alive";
       if (n >= alive) return;
       std::this_thread::sleep_for(std::chrono::milliseconds(10));  // polling another process
     }
@@ -73,7 +83,7 @@ struct LocalCluster::Impl {
     stopped = true;
     if (head > 0 && common::wait_exit(head, std::chrono::milliseconds(0)) == -1) {
       try {
-        stop_cluster(address, std::chrono::milliseconds(2000));
+        detail::stop_cluster(address, key, std::chrono::milliseconds(2000));
       } catch (const std::exception& e) {
         spdlog::debug("local cluster: clean stop failed: {}", e.what());
       }
@@ -103,6 +113,13 @@ LocalCluster::LocalCluster(ClusterOptions options) : impl_(std::make_unique<Impl
   d.dir_name = tmpl;
   d.own_dir = true;
   d.store = d.opt.store.empty() ? (d.dir / "head.db").string() : d.opt.store;
+  if (d.opt.insecure) {
+    d.key = "none";
+  } else {
+    // The process's key: its connections to the cluster (connect(),
+    // cluster_status, head_kv...) then need no key given.
+    d.key = transport::process_key_or_new().hex();
+  }
   try {
     d.start_head();
     for (int i = 0; i < d.opt.nodes; ++i) d.add_node(d.opt.slots, d.opt.market);
@@ -121,6 +138,7 @@ LocalCluster::~LocalCluster() {
 
 const std::string& LocalCluster::address() const { return impl_->address; }
 Runtime LocalCluster::connect(ConnectOptions options) const {
+  if (options.cluster_key.empty()) options.cluster_key = impl_->key;
   return spotlight::connect(impl_->address, options);
 }
 int LocalCluster::add_node(int slots, const std::string& market) {
@@ -137,6 +155,9 @@ int LocalCluster::start_node(int slots, const std::string& market,
 int LocalCluster::node_pid(int index) const { return impl_->nodes.at(index); }
 int LocalCluster::head_pid() const { return impl_->head; }
 const std::string& LocalCluster::log_dir() const { return impl_->dir_name; }
+const std::string& LocalCluster::key() const {
+  return impl_->key;
+}
 void LocalCluster::kill_node(int index, int signal) {
   pid_t p = impl_->nodes.at(index);
   common::signal_process(p, signal);

@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cstring>
@@ -43,27 +44,35 @@ const Lifeline& lifeline() {
   return line;
 }
 
-// The child's environment: ours, with the lifeline's descriptor named.
-std::vector<std::string> child_environment(int lifeline_fd) {
-  const std::string key = std::string(kLifelineEnv) + "=";
+// The child's environment: ours, with the lifeline's descriptor named and `extra` set.
+std::vector<std::string> child_environment(int lifeline_fd, std::vector<std::string> extra) {
+  if (lifeline_fd >= 0)
+    extra.push_back(std::string(kLifelineEnv) + "=" + std::to_string(lifeline_fd));
+  auto replaced = [&](const char* e) {
+    return std::any_of(extra.begin(), extra.end(), [&](const std::string& x) {
+      size_t name = x.find('=');
+      return name != std::string::npos && std::strncmp(e, x.c_str(), name + 1) == 0;
+    });
+  };
   std::vector<std::string> env;
   for (char** e = environ; e && *e; ++e) {
-    if (std::strncmp(*e, key.c_str(), key.size()) != 0) env.emplace_back(*e);
+    if (!replaced(*e)) env.emplace_back(*e);
   }
-  if (lifeline_fd >= 0) env.push_back(key + std::to_string(lifeline_fd));
+  env.insert(env.end(), extra.begin(), extra.end());
   return env;
 }
 
 }  // namespace
 
-pid_t spawn(const std::vector<std::string>& argv, const std::string& log_path) {
+pid_t spawn(const std::vector<std::string>& argv, const std::string& log_path,
+            const std::vector<std::string>& extra_env) {
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
   // Everything the child needs is built before fork: between fork and exec
   // only async-signal-safe calls are allowed in a threaded process.
   const int line = lifeline().read_fd;
-  const auto env = child_environment(line);
+  const auto env = child_environment(line, extra_env);
   std::vector<char*> envp;
   for (const auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
   envp.push_back(nullptr);

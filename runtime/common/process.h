@@ -12,8 +12,11 @@ namespace spotlight::common {
 
 // Starts `argv` with stdout and stderr appended to `log_path` (or inherited when empty).
 // The child inherits this process's lifeline (see watch_lifeline): the read end
-// of a pipe whose write end only this process holds.
-pid_t spawn(const std::vector<std::string>& argv, const std::string& log_path);
+// of a pipe whose write end only this process holds. `env` ("NAME=value")
+// adds to or replaces variables of this process's environment, for the child
+// only (a secret there stays out of `ps`).
+pid_t spawn(const std::vector<std::string>& argv, const std::string& log_path,
+            const std::vector<std::string>& env = {});
 // In a process that spawn() started: watches the lifeline from a background
 // thread and calls `on_lost` once the process that started this one has exited
 // (killed, crashed or finished without stopping it). Without this a driver

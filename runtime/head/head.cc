@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <bit>
 #include <fstream>
 
 #include "spotlight/errors.h"
@@ -20,6 +21,35 @@ constexpr int64_t kMaxWaitMs = 600000;
 constexpr size_t kBatchBytes = 1u << 20;  // split result/task batches at about 1 MiB
 constexpr auto kAcceptDelay = std::chrono::milliseconds(5);
 constexpr size_t kMaxUnannounced = 16384;
+
+// The head's cluster key: the one given, else the one in `file`, else a new
+// one written there (readable by its owner only).
+transport::ClusterKey cluster_key(const std::string& given, const std::string& file) {
+  if (given == "none") return transport::ClusterKey();
+  if (!given.empty()) {
+    transport::ClusterKey k = transport::ClusterKey::parse(given);
+    std::ifstream in(file);
+    std::string kept;
+    if (!(in >> kept) || kept != k.hex()) transport::write_key_file(file, k);
+    return k;
+  }
+  std::ifstream in(file);
+  if (in) {
+    std::string kept;
+    in >> kept;
+    try {
+      if (kept.empty() || kept == "none") throw std::invalid_argument("it holds no key");
+      return transport::ClusterKey::parse(kept);
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument("the key file " + file + " is damaged (" + e.what() +
+                                  "): restore it, or remove it to make a new key");
+    }
+  }
+  transport::ClusterKey k = transport::ClusterKey::generate();
+  transport::write_key_file(file, k);
+  spdlog::info("made a new cluster key in {}", file);
+  return k;
+}
 
 bool valid_market(const std::string& m, bool allow_any) {
   return m == "reserved" || m == "spot" || (allow_any && m == "any");
@@ -47,8 +77,12 @@ Head::Head(HeadOptions options) : opt_(std::move(options)) {
   spdlog::info("store {}: boot {}, {} pools, {} actors, {} live tasks ({} queued), {} journal entries replayed",
                opt_.store_path, boot_, state_.pools.size(), state_.actors.size(), state_.tasks.size(),
                queued, journal);
+  key_ = cluster_key(opt_.cluster_key, opt_.store_path + ".key");
   router_ = transport::make_router("tcp://" + opt_.bind_host + ":" + std::to_string(opt_.port),
-                                   opt_.max_frame, &port_);
+                                   opt_.max_frame, &port_, key_, &handshakes_);
+  if (!key_.secure())
+    spdlog::warn("no cluster key (--insecure): anyone who reaches port {} may use this cluster",
+                 port_);
   if (!opt_.port_file.empty()) {
     std::string tmp = opt_.port_file + ".tmp";
     std::ofstream(tmp) << port_ << "\n";
@@ -58,17 +92,36 @@ Head::Head(HeadOptions options) : opt_(std::move(options)) {
 
 Head::~Head() = default;
 
+void Head::check_handshakes() {
+  uint64_t before = handshakes_->failed();
+  handshakes_->drain();
+  uint64_t refused = handshakes_->failed() - before;
+  if (refused == 0) return;
+  count("handshakes_refused", refused);
+  // Logged at 1, 2, 4, 8... refusals: a peer retrying with the wrong key
+  // must not flood the log.
+  uint64_t total = handshakes_->failed();
+  if (std::bit_width(total) > std::bit_width(before)) {
+    spdlog::warn("refused {} connection(s) so far at the handshake: {}", total,
+                 handshakes_->last_failure());
+  }
+}
+
 void Head::run() {
   now_ = transport::Clock::now();
   next_heartbeat_ = now_ + opt_.heartbeat;
-  zmq::pollitem_t items[] = {{router_.handle(), 0, ZMQ_POLLIN, 0}};
+  zmq::pollitem_t items[] = {{router_.handle(), 0, ZMQ_POLLIN, 0},
+                             {handshakes_->socket().handle(), 0, ZMQ_POLLIN, 0}};
   while (!stopping_ || (!awaiting_goodbye_.empty() && now_ < stop_deadline_)) {
     if (stop_requested_.load()) break;
     try {
-      transport::poll(items, 1, std::chrono::milliseconds(std::min<int64_t>(50, opt_.heartbeat.count() / 2 + 1)));
+      transport::poll(
+          items, 2,
+          std::chrono::milliseconds(std::min<int64_t>(50, opt_.heartbeat.count() / 2 + 1)));
     } catch (const zmq::error_t& e) {
       if (e.num() != EINTR) throw;
     }
+    if (items[1].revents & ZMQ_POLLIN) check_handshakes();
     turn();
     if (check_liveness()) turn();  // re-queued tasks and freed actors are served at once
     if (now_ >= next_heartbeat_) {

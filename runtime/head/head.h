@@ -16,6 +16,7 @@
 #include "head/state.h"
 #include "spotlight/errors.h"
 #include "store/store.h"
+#include "transport/handshake_monitor.h"
 #include "transport/socket.h"
 #include "wire/envelope.h"
 
@@ -40,6 +41,10 @@ struct HeadOptions {
   size_t compact_every = 4096;               // journal entries between compactions
   size_t compact_bytes = 64u << 20;          // journal bytes between compactions
   std::string port_file;                     // written with the bound port once listening
+  // Who may connect (transport/cluster_key.h): 64 hex digits, "none" (no
+  // CURVE: anyone who reaches the port), or empty: the key kept beside the
+  // store in STORE.key, made there on first start. A key given is kept there too.
+  std::string cluster_key;
 };
 
 class Head {
@@ -48,6 +53,7 @@ class Head {
   ~Head();
   int port() const { return port_; }
   uint64_t boot() const { return boot_; }
+  const transport::ClusterKey& key() const { return key_; }
   // Serves until a Stop message or request_stop().
   void run();
   // Async-signal-safe.
@@ -64,6 +70,7 @@ class Head {
   };
 
   void turn();
+  void check_handshakes();
   void handle(transport::RoutedMessage& m);
   void on_hello_node(const std::string& peer, const wire::HelloNode& h, uint64_t rid);
   void on_hello_client(const std::string& peer, const wire::HelloClient& h, uint64_t rid);
@@ -181,7 +188,9 @@ class Head {
 
   HeadOptions opt_;
   std::unique_ptr<store::Store> store_;
+  transport::ClusterKey key_;
   zmq::socket_t router_;
+  std::unique_ptr<transport::HandshakeMonitor> handshakes_;  // refused peers, counted and logged
   int port_ = 0;
   uint64_t boot_ = 0;
   State state_;

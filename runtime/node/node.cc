@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <bit>
 #include <set>
 
 #include "common/ids.h"
@@ -21,7 +22,8 @@ void load_actor_library(const std::string& path) {
 Node::Node(NodeOptions options)
     : opt_(std::move(options)), session_(static_cast<uint32_t>(std::stoull(common::random_id().substr(0, 8), nullptr, 16))) {
   if (opt_.node_id.empty()) opt_.node_id = common::hostname() + "-" + std::to_string(getpid());
-  dealer_ = transport::make_dealer(transport::endpoint(opt_.head), opt_.node_id);
+  dealer_ = transport::make_dealer(transport::endpoint(opt_.head), opt_.node_id,
+                                   transport::process_key(), true, &handshakes_);
   dealer_fd_ = dealer_.get(zmq::sockopt::fd);
   out_.set_flusher([this] {
     std::unique_lock<std::mutex> io(io_mu_, std::try_to_lock);
@@ -92,7 +94,8 @@ void Node::run() {
   last_heard_ = transport::Clock::now();
   say_hello();
   zmq::pollitem_t items[] = {{nullptr, dealer_fd_, ZMQ_POLLIN, 0},
-                             {nullptr, out_.fd(), ZMQ_POLLIN, 0}};
+                             {nullptr, out_.fd(), ZMQ_POLLIN, 0},
+                             {handshakes_->socket().handle(), 0, ZMQ_POLLIN, 0}};
   bool news = false;  // a frame waits whose notice the last sends took in
   while (!shutdown_ && !stop_requested_.load()) {
     auto idle = news        ? std::chrono::milliseconds(0)
@@ -100,11 +103,12 @@ void Node::run() {
                             : std::chrono::milliseconds(20);
     io.unlock();  // actor threads may send their results meanwhile
     try {
-      transport::poll(items, 2, idle);
+      transport::poll(items, 3, idle);
     } catch (const zmq::error_t& e) {
       if (e.num() != EINTR) throw;
     }
     io.lock();
+    if (items[2].revents & ZMQ_POLLIN) check_handshakes();
     while (auto m = transport::try_recv(dealer_)) {
       last_heard_ = transport::Clock::now();
       handle(*m);
@@ -142,6 +146,24 @@ void Node::run() {
   hosts_.clear();
   retiring_.clear();
   send_outgoing();  // results of tasks that finished while leaving
+}
+
+void Node::check_handshakes() {
+  uint64_t before = handshakes_->failed();
+  handshakes_->drain();
+  uint64_t total = handshakes_->failed();
+  if (total == before) return;
+  // Refused for good (HandshakeMonitor::refused): the node stops and says
+  // why. libzmq does not reconnect after such a refusal, so even a node that
+  // was in could do nothing more; its tasks go on elsewhere, as after any
+  // node's death. Other failures are logged at 1, 2, 4, 8... and retried.
+  if (handshakes_->refused()) {
+    throw std::runtime_error(handshakes_->refused_by("the head at " + opt_.head));
+  }
+  if (std::bit_width(total) > std::bit_width(before)) {
+    spdlog::warn("node {}: the head refused {} handshake(s) so far: {}", opt_.node_id, total,
+                 handshakes_->last_failure());
+  }
 }
 
 void Node::handle(zmq::message_t& m) {

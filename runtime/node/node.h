@@ -15,6 +15,7 @@
 #include "node/actor_host.h"
 #include "node/notice_poller.h"
 #include "objects/node_object_store.h"
+#include "transport/handshake_monitor.h"
 #include "transport/socket.h"
 #include "wire/envelope.h"
 
@@ -75,6 +76,9 @@ class Node {
   // result takes it then to send the result itself (Outgoing::send_or_wake).
   std::mutex io_mu_;
   zmq::socket_t dealer_;
+  // A head that refuses this node's key for good ends it (check_handshakes).
+  std::unique_ptr<transport::HandshakeMonitor> handshakes_;
+  void check_handshakes();
   int dealer_fd_ = -1;  // ZMQ_FD: readable when the socket has news; polled without io_mu_
   Outgoing out_;
   std::unique_ptr<objects::NodeObjectStore> objects_;  // outlives hosts_: actors read from it

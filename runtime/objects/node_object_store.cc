@@ -60,7 +60,8 @@ NodeObjectStore::NodeObjectStore(StoreOptions options)
   opt_.chunk = std::max<size_t>(opt_.chunk, 4096);
   stats_.capacity = opt_.capacity;
   int port = 0;
-  server_ = transport::make_router("tcp://0.0.0.0:0", opt_.chunk + 4096, &port);
+  server_ =
+      transport::make_router("tcp://0.0.0.0:0", opt_.chunk + 4096, &port, transport::process_key());
   address_ = opt_.advertise_host + ":" + std::to_string(port);
   server_thread_ = std::thread([this] { serve(); });
 }
@@ -280,7 +281,9 @@ ObjectRef NodeObjectStore::fetch(const std::string& id, std::chrono::millisecond
 
 ObjectRef NodeObjectStore::copy_from(const std::string& address, const std::string& id, uint64_t size,
                                      uint64_t digest) {
-  zmq::socket_t s = transport::make_dealer(transport::endpoint(address), "fetch-" + common::random_id(), false);
+  zmq::socket_t s =
+      transport::make_dealer(transport::endpoint(address), "fetch-" + common::random_id(),
+                             transport::process_key(), false);
   s.set(zmq::sockopt::linger, 0);
   auto out = std::make_shared<std::string>(size, '\0');
   const uint64_t chunks = size == 0 ? 1 : (size + opt_.chunk - 1) / opt_.chunk;

@@ -6,6 +6,9 @@
 #include <cerrno>
 #include <stdexcept>
 
+#include "transport/handshake_monitor.h"
+#include "transport/zap.h"
+
 namespace spotlight::transport {
 
 namespace {
@@ -34,8 +37,11 @@ std::string endpoint(const std::string& address) {
   return "tcp://" + address;
 }
 
-zmq::socket_t make_router(const std::string& bind_endpoint, size_t max_frame, int* port_out) {
+zmq::socket_t make_router(const std::string& bind_endpoint, size_t max_frame, int* port_out,
+                          const ClusterKey& key, std::unique_ptr<HandshakeMonitor>* watch) {
   zmq::socket_t s(context(), zmq::socket_type::router);
+  if (key.secure()) start_zap_handler();
+  curve_server(s, key);
   s.set(zmq::sockopt::router_mandatory, 1);
   s.set(zmq::sockopt::linger, 0);
   s.set(zmq::sockopt::sndhwm, 0);
@@ -43,6 +49,7 @@ zmq::socket_t make_router(const std::string& bind_endpoint, size_t max_frame, in
   // Hard cap against memory exhaustion; frames between max_frame and the cap are
   // received and answered with a clear "oversized" error.
   s.set(zmq::sockopt::maxmsgsize, static_cast<int64_t>(max_frame) * 4 + 4096);
+  if (watch) *watch = std::make_unique<HandshakeMonitor>(s);
   s.bind(bind_endpoint);
   if (port_out) {
     std::string last = s.get(zmq::sockopt::last_endpoint);
@@ -53,8 +60,10 @@ zmq::socket_t make_router(const std::string& bind_endpoint, size_t max_frame, in
 }
 
 zmq::socket_t make_dealer(const std::string& connect_endpoint, const std::string& routing_id,
-                          bool immediate) {
+                          const ClusterKey& key, bool immediate,
+                          std::unique_ptr<HandshakeMonitor>* watch) {
   zmq::socket_t s(context(), zmq::socket_type::dealer);
+  curve_client(s, key);
   s.set(zmq::sockopt::routing_id, routing_id);
   s.set(zmq::sockopt::linger, 200);
   s.set(zmq::sockopt::sndhwm, 0);
@@ -64,8 +73,24 @@ zmq::socket_t make_dealer(const std::string& connect_endpoint, const std::string
   s.set(zmq::sockopt::immediate, immediate ? 1 : 0);
   s.set(zmq::sockopt::reconnect_ivl, 50);
   s.set(zmq::sockopt::reconnect_ivl_max, 500);
+  if (watch) *watch = std::make_unique<HandshakeMonitor>(s);
   s.connect(connect_endpoint);
   return s;
+}
+
+void curve_server(zmq::socket_t& s, const ClusterKey& key) {
+  if (!key.secure()) return;
+  s.set(zmq::sockopt::curve_server, 1);
+  s.set(zmq::sockopt::curve_secretkey, zmq::buffer(key.secret()));
+  // The ZAP handler admits the peers whose public key is the domain's.
+  s.set(zmq::sockopt::zap_domain, to_hex(key.public_key()));
+}
+
+void curve_client(zmq::socket_t& s, const ClusterKey& key) {
+  if (!key.secure()) return;
+  s.set(zmq::sockopt::curve_serverkey, zmq::buffer(key.public_key()));
+  s.set(zmq::sockopt::curve_publickey, zmq::buffer(key.public_key()));
+  s.set(zmq::sockopt::curve_secretkey, zmq::buffer(key.secret()));
 }
 
 Waker::Waker() : fd_(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {

@@ -3,9 +3,12 @@
 #pragma once
 
 #include <chrono>
+#include <memory>
 #include <optional>
 #include <string>
 #include <zmq.hpp>
+
+#include "transport/cluster_key.h"
 
 namespace spotlight::transport {
 
@@ -22,12 +25,29 @@ std::string endpoint(const std::string& address);
 inline constexpr size_t kDefaultMaxFrame = 64u << 20;
 
 // A ROUTER bound to `endpoint` (port 0 picks a free port); returns the port bound.
-zmq::socket_t make_router(const std::string& bind_endpoint, size_t max_frame, int* port_out);
+// With a secure `key` it is a CURVE server that admits only peers holding the
+// same key (cluster_key.h). With `watch`, a monitor of its handshakes is made
+// there before it binds.
+class HandshakeMonitor;
+zmq::socket_t make_router(const std::string& bind_endpoint, size_t max_frame, int* port_out,
+                          const ClusterKey& key,
+                          std::unique_ptr<HandshakeMonitor>* watch = nullptr);
 // A DEALER with a fixed routing id, so the head recognises it across reconnects.
 // With `immediate`, sends fail while no connection is up (the sender keeps the
-// message and says hello again); without, they queue until one is.
+// message and says hello again); without, they queue until one is. With a
+// secure `key` it is a CURVE client of a server with that key. With `watch`,
+// a monitor of its handshakes is made there before it connects (a refusal
+// that ends the connection for good would otherwise go unseen).
 zmq::socket_t make_dealer(const std::string& connect_endpoint, const std::string& routing_id,
-                          bool immediate = true);
+                          const ClusterKey& key, bool immediate = true,
+                          std::unique_ptr<HandshakeMonitor>* watch = nullptr);
+
+// CURVE on a socket not yet bound or connected (what make_router and
+// make_dealer do with a secure key; nothing without one). A server admits
+// only peers with the key through the ZAP handler of its context, which
+// make_router starts for context().
+void curve_server(zmq::socket_t& s, const ClusterKey& key);
+void curve_client(zmq::socket_t& s, const ClusterKey& key);
 
 // An eventfd another thread can poke to wake a zmq_poll loop.
 class Waker {

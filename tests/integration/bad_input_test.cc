@@ -191,10 +191,12 @@ TEST(BadInput, UnknownActorMethodAndArgumentsAreCounted) {
 // A node facing a head that sends garbage answers with errors and stays up.
 TEST(BadInput, NodeSurvivesBadFramesFromItsHead) {
   int port = 0;
-  zmq::socket_t fake_head = transport::make_router("tcp://127.0.0.1:0", 1 << 20, &port);
+  std::vector<std::string> env = testing::key_env();
+  zmq::socket_t fake_head =
+      transport::make_router("tcp://127.0.0.1:0", 1 << 20, &port, transport::process_key());
   pid_t node = common::spawn({SPOTLIGHT_TEST_BIN, "join", "127.0.0.1:" + std::to_string(port),
                               "--market", "spot", "--slots", "1", "--heartbeat-ms", "50"},
-                             "");
+                             "", env);
   auto recv = [&](std::chrono::milliseconds timeout) -> std::optional<std::pair<std::string, std::string>> {
     zmq::pollitem_t items[] = {{fake_head.handle(), 0, ZMQ_POLLIN, 0}};
     zmq::poll(items, 1, timeout);

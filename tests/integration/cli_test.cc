@@ -5,13 +5,14 @@
 
 #include <array>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "common/process.h"
 #include "support/cluster.h"
 #include "support/command.h"
-
-#include <filesystem>
+#include "support/temp_dir.h"
 
 namespace spotlight {
 namespace {
@@ -25,17 +26,25 @@ const std::string kBin = SPOTLIGHT_TEST_BIN;
 
 TEST(Cli, StatusHelloAndStop) {
   LocalCluster cluster(cluster_options(2, 3));  // hello places 5 actors
-  CmdResult hello = run(std::string(SPOTLIGHT_HELLO_BIN) + " --address " + cluster.address());
+  // The key in the environment (drivers), or with --key (the CLI).
+  CmdResult hello = run("SPOTLIGHT_CLUSTER_KEY=" + cluster.key() + " " + SPOTLIGHT_HELLO_BIN +
+                        " --address " + cluster.address());
   EXPECT_EQ(hello.code, 0) << hello.out;
   EXPECT_NE(hello.out.find("all results right"), std::string::npos) << hello.out;
+  const std::string key = " --key " + cluster.key();
 
-  CmdResult table = run(kBin + " status --address " + cluster.address());
+  // Without the key: refused, and told why.
+  CmdResult keyless = run(kBin + " status --address " + cluster.address());
+  EXPECT_NE(keyless.code, 0);
+  EXPECT_NE(keyless.out.find("refused the handshake"), std::string::npos) << keyless.out;
+
+  CmdResult table = run(kBin + " status" + key + " --address " + cluster.address());
   EXPECT_EQ(table.code, 0) << table.out;
   EXPECT_NE(table.out.find("NODES"), std::string::npos);
   EXPECT_NE(table.out.find("squares"), std::string::npos) << table.out;
   EXPECT_NE(table.out.find("hello::Counter"), std::string::npos) << table.out;
 
-  CmdResult js = run(kBin + " status --json --address " + cluster.address());
+  CmdResult js = run(kBin + " status --json" + key + " --address " + cluster.address());
   ASSERT_EQ(js.code, 0) << js.out;
   auto j = nlohmann::json::parse(js.out);
   EXPECT_EQ(j["nodes"].size(), 2u);
@@ -44,10 +53,10 @@ TEST(Cli, StatusHelloAndStop) {
   for (const auto& p : j["pools"]) found |= p["name"] == "squares" && p["size"] == 3;
   EXPECT_TRUE(found) << js.out;
 
-  CmdResult stop = run(kBin + " stop --address " + cluster.address());
+  CmdResult stop = run(kBin + " stop" + key + " --address " + cluster.address());
   EXPECT_EQ(stop.code, 0) << stop.out;
   // The head is gone: status now fails with a clear message.
-  CmdResult gone = run(kBin + " status --timeout-ms 300 --address " + cluster.address());
+  CmdResult gone = run(kBin + " status --timeout-ms 300" + key + " --address " + cluster.address());
   EXPECT_NE(gone.code, 0);
   EXPECT_NE(gone.out.find("no answer"), std::string::npos) << gone.out;
 }
@@ -68,6 +77,9 @@ TEST(Cli, BadArgumentsAreRefusedClearly) {
       {"head --compact-mib 0", "compact-mib"},
       {"head --port 0 --store /no/such/dir/head.db", "cannot open"},
       {"bench --sync-calls 1", "sync-calls"},
+      {"join 127.0.0.1:1 --key 12ab", "64 hex digits"},
+      {"status --key " + std::string(64, 'x'), "64 hex digits"},
+      {"head --port 0 --key 0", "64 hex digits"},
       {"frobnicate", "frobnicate"},
   };
   for (const auto& c : cases) {
@@ -77,21 +89,62 @@ TEST(Cli, BadArgumentsAreRefusedClearly) {
   }
 }
 
-TEST(Cli, HeadPrintsTheJoinCommand) {
-  char tmpl[] = "/tmp/spotlight-cli-XXXXXX";
-  ASSERT_NE(mkdtemp(tmpl), nullptr);
-  std::string dir = tmpl;
-  std::string log = dir + "/head.log";
-  pid_t head = common::spawn({kBin, "head", "--port", "0", "--bind", "127.0.0.1", "--store",
-                              dir + "/head.db", "--port-file", dir + "/port"},
-                             log);
-  std::string port = common::wait_for_file(dir + "/port", std::chrono::seconds(10));
-  ASSERT_FALSE(port.empty());
-  stop_cluster("127.0.0.1:" + port);
-  EXPECT_EQ(common::wait_exit(head, std::chrono::seconds(10)), 0);
-  CmdResult out = run("cat " + log);
-  EXPECT_NE(out.out.find("spotlight join 127.0.0.1:" + port), std::string::npos) << out.out;
-  std::filesystem::remove_all(dir);
+// The head makes a cluster key on first start, keeps it beside its store
+// (its owner's only), prints it with the join command, and finds it again
+// when it restarts on the same store.
+TEST(Cli, HeadMakesKeepsAndPrintsItsKey) {
+  testing::TempDir temp("cli");
+  const std::string dir = temp.path();
+  auto start_head = [&](const std::vector<std::string>& extra = {}) {
+    std::filesystem::remove(dir + "/port");
+    std::vector<std::string> argv{kBin,          "head",       "--port",  "0",
+                                  "--bind",      "127.0.0.1",  "--store", dir + "/head.db",
+                                  "--port-file", dir + "/port"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    std::filesystem::remove(dir + "/head.log");
+    pid_t head = common::spawn(argv, dir + "/head.log", {"SPOTLIGHT_CLUSTER_KEY="});
+    std::string port = common::wait_for_file(dir + "/port", std::chrono::seconds(10));
+    EXPECT_FALSE(port.empty());
+    return std::make_pair(head, "127.0.0.1:" + port);
+  };
+  auto stop = [&](pid_t head, const std::string& address, const std::string& key) {
+    ConnectOptions o;
+    o.cluster_key = key;
+    connect(address, o).stop_cluster();
+    EXPECT_EQ(common::wait_exit(head, std::chrono::seconds(10)), 0);
+    return run("cat " + dir + "/head.log").out;
+  };
+
+  auto [head, address] = start_head();
+  std::string key = run("cat " + dir + "/head.db.key").out;
+  ASSERT_EQ(key.size(), 65u) << key;  // 64 hex digits and a newline
+  key.pop_back();
+  EXPECT_EQ(
+      std::filesystem::status(dir + "/head.db.key").permissions() & std::filesystem::perms::all,
+      std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+  std::string printed = stop(head, address, key);
+  EXPECT_NE(printed.find("SPOTLIGHT_CLUSTER_KEY=" + key + " spotlight join " + address),
+            std::string::npos)
+      << printed;
+
+  // Restarted on the same store: the same key.
+  std::tie(head, address) = start_head();
+  printed = stop(head, address, key);
+  EXPECT_NE(printed.find("SPOTLIGHT_CLUSTER_KEY=" + key + " spotlight join"), std::string::npos)
+      << printed;
+
+  // --insecure: no key at all, and a warning that says what that means.
+  std::tie(head, address) = start_head({"--insecure"});
+  printed = stop(head, address, "none");
+  EXPECT_NE(printed.find("spotlight join " + address), std::string::npos) << printed;
+  EXPECT_EQ(printed.find("SPOTLIGHT_CLUSTER_KEY="), std::string::npos) << printed;
+  EXPECT_NE(printed.find("anyone who reaches port"), std::string::npos) << printed;
+
+  // A damaged key file stops the head with a clear error rather than a new key.
+  std::ofstream(dir + "/head.db.key") << "not a key\n";
+  CmdResult damaged = run(kBin + " head --port 0 --bind 127.0.0.1 --store " + dir + "/head.db");
+  EXPECT_NE(damaged.code, 0);
+  EXPECT_NE(damaged.out.find("is damaged"), std::string::npos) << damaged.out;
 }
 
 }  // namespace

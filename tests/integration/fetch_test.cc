@@ -58,7 +58,7 @@ TEST(Fetch, ANewClientCollectsTheCallsOfADriverKilledMidJob) {
   const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
   const pid_t driver =
       common::spawn({self, "--driver", cluster.address(), dir + "/ids", std::to_string(kCalls)},
-                    dir + "/driver.log");
+                    dir + "/driver.log", {"SPOTLIGHT_CLUSTER_KEY=" + cluster.key()});
   const std::string text = common::wait_for_file(dir + "/ids", 60s);
   ASSERT_FALSE(text.empty()) << log_of(dir + "/driver.log");
   std::vector<uint64_t> ids;

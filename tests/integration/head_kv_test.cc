@@ -1,6 +1,8 @@
 // The head's KV: set, get, waiting gets, bad requests; and SP groups that
 // rendezvous through it (Gloo communicators of 3 and then 2 members) with no
 // other store or server.
+#include "spotlight/head_kv.h"
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -8,8 +10,8 @@
 
 #include "common/process.h"
 #include "spotlight/collective.h"
-#include "spotlight/head_kv.h"
 #include "spotlight/spotlight.h"
+#include "support/cluster.h"
 
 namespace spotlight {
 namespace {
@@ -23,9 +25,9 @@ class HeadKvTest : public ::testing::Test {
     char tmpl[] = "/tmp/spotlight-kv-XXXXXX";
     ASSERT_NE(mkdtemp(tmpl), nullptr);
     dir_ = tmpl;
-    head_ = common::spawn({SPOTLIGHT_TEST_BIN, "head", "--port", "0", "--bind", "127.0.0.1", "--store",
-                           dir_ + "/head.db", "--port-file", dir_ + "/port"},
-                          dir_ + "/head.log");
+    head_ = common::spawn({SPOTLIGHT_TEST_BIN, "head", "--port", "0", "--bind", "127.0.0.1",
+                           "--store", dir_ + "/head.db", "--port-file", dir_ + "/port"},
+                          dir_ + "/head.log", testing::key_env());
     const std::string port = common::wait_for_file(dir_ + "/port", 10s);
     ASSERT_FALSE(port.empty());
     address_ = "127.0.0.1:" + port;

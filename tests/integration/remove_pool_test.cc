@@ -94,8 +94,8 @@ TEST(RemovePool, TheRemovalSurvivesRestartsOfTheHead) {
   cluster.start_head();
   EXPECT_EQ(lone.call(&Worker::twice, 5).get(std::chrono::seconds(30)), 10);
   // By the command line this time.
-  const auto out = testing::run_command(std::string(SPOTLIGHT_TEST_BIN) +
-                                        " remove lone --address " + cluster.address());
+  const auto out = testing::run_command(std::string(SPOTLIGHT_TEST_BIN) + " remove lone --key " +
+                                        cluster.key() + " --address " + cluster.address());
   ASSERT_EQ(out.code, 0) << out.out;
   EXPECT_NE(out.out.find("removed lone"), std::string::npos) << out.out;
 

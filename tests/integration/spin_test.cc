@@ -53,9 +53,9 @@ TEST(Spin, ABadValueIsReportedAndTheHeadKeepsServing) {
   ASSERT_NE(mkdtemp(tmpl), nullptr);
   std::string dir = tmpl;
   ASSERT_EQ(setenv("SPOTLIGHT_SPIN_US", "fast", 1), 0);
-  pid_t head = common::spawn({SPOTLIGHT_TEST_BIN, "head", "--port", "0", "--bind", "127.0.0.1", "--store",
-                              dir + "/head.db", "--port-file", dir + "/port"},
-                             dir + "/head.log");
+  pid_t head = common::spawn({SPOTLIGHT_TEST_BIN, "head", "--port", "0", "--bind", "127.0.0.1",
+                              "--store", dir + "/head.db", "--port-file", dir + "/port"},
+                             dir + "/head.log", testing::key_env());
   unsetenv("SPOTLIGHT_SPIN_US");
   std::string port = common::wait_for_file(dir + "/port", std::chrono::seconds(10));
   ASSERT_FALSE(port.empty());

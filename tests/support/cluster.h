@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "spotlight/spotlight.h"
+#include "transport/cluster_key.h"
 
 namespace spotlight::testing {
 
@@ -16,6 +17,12 @@ inline ClusterOptions cluster_options(int nodes, int slots = 2) {
   o.spotlight_bin = SPOTLIGHT_TEST_BIN;
   o.load = {SPOTLIGHT_TEST_ACTORS, SPOTLIGHT_HELLO_ACTORS};
   return o;
+}
+
+// This test process's cluster key (made on first use, as a local cluster
+// would), and the environment that gives it to a process the test spawns.
+inline std::vector<std::string> key_env() {
+  return {std::string(transport::kKeyVariable) + "=" + transport::process_key_or_new().hex()};
 }
 
 // Polls the head's status until `pred` holds or the deadline passes.

@@ -18,7 +18,7 @@ class RawPeer {
  public:
   explicit RawPeer(const std::string& address)
       : s_(transport::make_dealer(transport::endpoint(address), "raw-" + std::to_string(++n_),
-                                  false)) {}
+                                  transport::process_key(), false)) {}
   void send(const std::string& frame) { transport::send(s_, frame); }
   // The next reply that is not a heartbeat.
   std::optional<wire::Envelope> reply(std::chrono::milliseconds timeout = std::chrono::seconds(5)) {

@@ -24,17 +24,17 @@
 // With --rollout it checks correctness instead: a seeded SP rollout killed
 // after step 3 resumes in the re-formed group and must finish with the same
 // bits as an undisturbed run of the same seeds.
-#include <CLI/CLI.hpp>
 #include <signal.h>
 #include <torch/torch.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
-#include <iostream>
 #include <functional>
+#include <iostream>
 #include <map>
 #include <sstream>
 
@@ -46,6 +46,7 @@
 #include "spotlight/head_kv.h"
 #include "spotlight/spotlight.h"
 #include "tools/common/omp_env.h"
+#include "transport/cluster_key.h"
 
 using namespace spotlight;
 using namespace std::chrono_literals;
@@ -493,6 +494,11 @@ int main(int argc, char** argv) {
     char tmpl[] = "/tmp/spotlight-spbench-XXXXXX";
     if (!mkdtemp(tmpl)) throw std::runtime_error("mkdtemp failed");
     const std::string dir = tmpl;
+    // A fresh cluster key for the head, the members and this process's own
+    // requests, through the environment that every process here inherits (set
+    // before any of them exists, while no other thread reads the environment).
+    const std::string key = transport::ClusterKey::generate().hex();
+    setenv(transport::kKeyVariable, key.c_str(), 1);
     const pid_t head = common::spawn({common::find_spotlight_bin(), "head", "--port", "0", "--bind", "127.0.0.1",
                                       "--store", dir + "/head.db", "--port-file", dir + "/port"},
                                      dir + "/head.log");

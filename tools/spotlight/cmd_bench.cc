@@ -12,6 +12,7 @@
 #include "spotlight/spotlight.h"
 #include "tools/spotlight/bench_actors.h"
 #include "tools/spotlight/commands.h"
+#include "transport/socket.h"
 #include "transport/spin.h"
 
 namespace spotlight::cli {
@@ -36,10 +37,12 @@ void recv_as_runtime(zmq::socket_t& s, zmq::message_t& m) {
   (void)s.recv(m);
 }
 
-// DEALER -> ROUTER request/reply over TCP loopback, one at a time.
-double zmq_roundtrips(int n) {
+// DEALER -> ROUTER request/reply over TCP loopback, one at a time; with a
+// secure `key` under CURVE, as the cluster's sockets are.
+double zmq_roundtrips(int n, const transport::ClusterKey& key = {}) {
   zmq::context_t ctx(1);
   zmq::socket_t router(ctx, zmq::socket_type::router);
+  transport::curve_server(router, key);
   router.bind("tcp://127.0.0.1:*");
   std::string ep = router.get(zmq::sockopt::last_endpoint);
   std::thread server([&] {
@@ -52,6 +55,7 @@ double zmq_roundtrips(int n) {
     }
   });
   zmq::socket_t dealer(ctx, zmq::socket_type::dealer);
+  transport::curve_client(dealer, key);
   dealer.connect(ep);
   std::string payload(32, 'x');
   auto t0 = Clock::now();
@@ -65,13 +69,15 @@ double zmq_roundtrips(int n) {
   return n / s;
 }
 
-// PUSH -> PULL of 100-byte messages over TCP loopback.
-double zmq_oneway(int n) {
+// PUSH -> PULL of 100-byte messages over TCP loopback (CURVE with a secure `key`).
+double zmq_oneway(int n, const transport::ClusterKey& key = {}) {
   zmq::context_t ctx(1);
   zmq::socket_t pull(ctx, zmq::socket_type::pull);
+  transport::curve_server(pull, key);
   pull.bind("tcp://127.0.0.1:*");
   std::string ep = pull.get(zmq::sockopt::last_endpoint);
   zmq::socket_t push(ctx, zmq::socket_type::push);
+  transport::curve_client(push, key);
   push.connect(ep);
   zmq::message_t first;
   push.send(zmq::buffer(std::string(100, 'x')));
@@ -113,6 +119,9 @@ void add_bench(CLI::App& app) {
   cmd->add_flag("--json", *json, "End with one JSON line of the five figures");
   cmd->add_option("--sync-calls", *sync_calls, "Calls in the synchronous runs")->check(CLI::Range(100, 100000000));
   cmd->add_option("--async-calls", *async_calls, "Calls in the pipelined runs")->check(CLI::Range(100, 100000000));
+  auto insecure = std::make_shared<bool>(false);
+  cmd->add_flag("--insecure", *insecure,
+                "Run the cluster without a cluster key (no CURVE), and skip the CURVE ceilings");
   // `spotlight bench sp`: SP re-formation against a restart. The DiT needs
   // LibTorch, which this binary does not link: run spotlight-sp-bench, built
   // beside it, with the remaining arguments.
@@ -149,10 +158,18 @@ void add_bench(CLI::App& app) {
     report("zmq_roundtrips", rt, "round trips/s");
     double ow = zmq_oneway(*async_calls * 5);
     report("zmq_oneway", ow, "msgs/s (100 B)");
+    if (!*insecure) {
+      // The cluster runs CURVE (its cluster key): its own ceiling, for comparison.
+      transport::ClusterKey key = transport::ClusterKey::generate();
+      report("zmq_roundtrips_curve", zmq_roundtrips(*sync_calls, key), "round trips/s");
+      report("zmq_oneway_curve", zmq_oneway(*async_calls * 5, key), "msgs/s (100 B)");
+    }
 
-    std::printf("Actor calls through a local cluster (head + 1 node, durable mailboxes)\n");
+    std::printf("Actor calls through a local cluster (head + 1 node, durable mailboxes, %s)\n",
+                *insecure ? "no cluster key" : "CURVE with a cluster key");
     const int n = 2;  // callers and actors in the n:n run
     ClusterOptions co;
+    co.insecure = *insecure;
     co.nodes = 1;
     co.slots = 2 * n + 1;  // the 1:1 echo, n echoes and n callers
     auto cluster = local_cluster(co);

@@ -1,5 +1,6 @@
 // `spotlight head`: runs the head until `spotlight stop` or SIGTERM/SIGINT.
 #include <csignal>
+#include <cstdlib>
 #include <iostream>
 
 #include "common/ids.h"
@@ -44,11 +45,23 @@ void add_head(CLI::App& app) {
   cmd->add_option("--port-file", opt->port_file, "Write the bound port to this file");
   cmd->add_option("--max-mailbox", opt->max_mailbox, "Calls one mailbox may hold waiting")
       ->check(CLI::Range(size_t{1}, size_t{1} << 40));
+  cmd->add_option(
+         "--key", opt->cluster_key,
+         "Cluster key (64 hex digits) that joining machines and drivers must hold; default: "
+         "$SPOTLIGHT_CLUSTER_KEY, else the one kept in STORE.key, made on first start")
+      ->check(key_validator());
+  auto insecure = std::make_shared<bool>(false);
+  cmd->add_flag(
+      "--insecure", *insecure,
+      "No cluster key: no encryption, and anyone who reaches the port may use the cluster");
   cmd->callback([=] {
     common::init_logging("head");
     // Early, while this process has one thread: it takes its lifeline out of the environment.
     common::stop_with_starter();  // a head that a local cluster started ends with it
     head::HeadOptions o = *opt;
+    const char* env_key = std::getenv(transport::kKeyVariable);
+    if (o.cluster_key.empty() && env_key) o.cluster_key = env_key;
+    if (*insecure) o.cluster_key = "none";
     o.durability = *sync == "machine" ? store::Durability::kMachine : store::Durability::kProcess;
     o.heartbeat = std::chrono::milliseconds(*hb);
     o.liveness = std::chrono::milliseconds(*live);
@@ -62,9 +75,17 @@ void add_head(CLI::App& app) {
     std::string host = o.advertise_host.empty() ? common::hostname() : o.advertise_host;
     if (o.bind_host == "127.0.0.1") host = "127.0.0.1";
     std::cout << "Spotlight head listening on port " << h.port() << " (boot " << h.boot()
-              << ", store " << o.store_path << ")\n"
-              << "Attach a machine with:\n  spotlight join " << host << ":" << h.port()
-              << " --market spot --slots 1 --load libyour_actors.so\n"
+              << ", store " << o.store_path << ")\n";
+    // The key goes in the environment, where `ps` does not show it to other users.
+    std::string key_env =
+        h.key().secure() ? std::string(transport::kKeyVariable) + "=" + h.key().hex() + " " : "";
+    if (h.key().secure()) {
+      std::cout << "Cluster key (kept in " << o.store_path
+                << ".key; drivers, `spotlight status` and "
+                << "nodes need it): " << h.key().hex() << "\n";
+    }
+    std::cout << "Attach a machine with:\n  " << key_env << "spotlight join " << host << ":"
+              << h.port() << " --market spot --slots 1 --load libyour_actors.so\n"
               << std::flush;
     h.run();
     g_head = nullptr;

@@ -41,6 +41,7 @@ void add_join(CLI::App& app) {
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
   cmd->add_option("--object-host", opt->object_host,
                   "Host other nodes reach this node's object server at (default: its address toward the head)");
+  add_key_option(cmd);
   cmd->callback([=] {
     common::init_logging("node");
     // Early, while this process has one thread: it takes its lifeline out of the environment.

@@ -96,6 +96,7 @@ void add_status(CLI::App& app) {
   auto timeout = std::make_shared<int>(5000);
   CLI::App* st = app.add_subcommand("status", "Show nodes, actors, pools and mailbox depths");
   st->add_option("--address", *address, "HOST:PORT of the head ($SPOTLIGHT_ADDRESS)");
+  add_key_option(st);
   st->add_flag("--json", *json, "Print one JSON object");
   st->add_option("--timeout-ms", *timeout, "How long to wait for the head")->check(CLI::Range(1, 600000));
   st->callback([=] {
@@ -113,6 +114,7 @@ void add_status(CLI::App& app) {
   dr->add_option("node", *drain_node_id, "Node id (see spotlight status)")->required();
   dr->add_option("--deadline", *deadline, "Seconds until the node must be gone")->check(CLI::Range(0.0, 86400.0));
   dr->add_option("--address", *drain_address, "HOST:PORT of the head ($SPOTLIGHT_ADDRESS)");
+  add_key_option(dr);
   dr->callback([=] {
     drain_node(*drain_address, *drain_node_id,
                std::chrono::milliseconds(static_cast<int64_t>(*deadline * 1000)));
@@ -125,6 +127,7 @@ void add_status(CLI::App& app) {
       app.add_subcommand("remove", "Remove an actor or pool: its calls fail, its slots are freed");
   rm->add_option("name", *remove_name, "Actor or pool name (see spotlight status)")->required();
   rm->add_option("--address", *remove_address, "HOST:PORT of the head ($SPOTLIGHT_ADDRESS)");
+  add_key_option(rm);
   rm->callback([=] {
     connect(*remove_address).remove_pool(*remove_name);
     std::cout << "removed " << *remove_name << "\n";
@@ -133,6 +136,7 @@ void add_status(CLI::App& app) {
   auto stop_address = std::make_shared<std::string>(default_address());
   CLI::App* sp = app.add_subcommand("stop", "Stop every node and the head");
   sp->add_option("--address", *stop_address, "HOST:PORT of the head ($SPOTLIGHT_ADDRESS)");
+  add_key_option(sp);
   sp->callback([=] {
     stop_cluster(*stop_address);
     std::cout << "cluster at " << *stop_address << " stopped\n";

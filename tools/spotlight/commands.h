@@ -11,4 +11,7 @@ void add_bench(CLI::App& app);
 CLI::App* add_bench_objects(CLI::App& bench);    // `spotlight bench objects`
 CLI::App* add_bench_sp_groups(CLI::App& bench);  // `spotlight bench sp-groups`
 void add_replay(CLI::App& app);
+// --key KEY (or $SPOTLIGHT_CLUSTER_KEY): the cluster key of this command's connections.
+void add_key_option(CLI::App* cmd);
+CLI::Validator key_validator();  // 64 hex digits or "none"
 }  // namespace spotlight::cli

@@ -50,6 +50,10 @@ struct ConnectOptions {
   // `wait_when_full = false`, fails at once with RejectedError.
   size_t max_pending = 100000;
   bool wait_when_full = true;
+  // The cluster key (64 hex digits, as `spotlight head` printed it); "none"
+  // for a head started with --insecure; empty: the process's key
+  // (spotlight::use_cluster_key, else $SPOTLIGHT_CLUSTER_KEY, else none).
+  std::string cluster_key;
 };
 
 // A head and N nodes started as child processes on loopback.
@@ -62,6 +66,9 @@ struct ClusterOptions {
   std::string spotlight_bin;           // path of the `spotlight` binary; empty: found beside this program
   std::vector<std::string> head_args;  // extra `spotlight head` arguments
   bool quiet = true;                   // send children's logs to files instead of stderr
+  // Without a cluster key: plain TCP, anyone on this machine may connect. By
+  // default the cluster uses this process's key, or makes one that becomes it.
+  bool insecure = false;
 };
 
 }  // namespace spotlight

@@ -164,8 +164,16 @@ class Runtime {
   std::shared_ptr<detail::CallOrigin> origin_;  // TaskContext::runtime(): the task's own calls
 };
 
-// Connects to a head at "HOST:PORT" (or "tcp://HOST:PORT"); throws ConnectionError.
+// Connects to a head at "HOST:PORT" (or "tcp://HOST:PORT"); throws ConnectionError,
+// at once when the head refuses this process's cluster key.
 Runtime connect(const std::string& address, ConnectOptions options = {});
+
+// Sets the cluster key of this process's connections (64 hex digits, as
+// `spotlight head` printed it, or "none"): those of connect() without a key
+// of their own, of cluster_status, stop_cluster, drain_node and head_kv, and
+// of nodes this process runs. By default the key is $SPOTLIGHT_CLUSTER_KEY's.
+// Throws std::invalid_argument for a malformed key.
+void use_cluster_key(const std::string& key);
 
 // One-shot requests that need no client session (what `spotlight status` and
 // `spotlight stop` use); throw ConnectionError when the head does not answer.
@@ -198,6 +206,10 @@ class LocalCluster {
   // removed when the cluster stops, kept when SPOTLIGHT_KEEP_LOGS is set or
   // the driver dies without stopping it.
   const std::string& log_dir() const;
+  // The cluster's key (64 hex digits, or "none" with ClusterOptions::insecure):
+  // what another process needs to connect (connect's ConnectOptions::cluster_key,
+  // or $SPOTLIGHT_CLUSTER_KEY).
+  const std::string& key() const;
   void kill_node(int index, int signal = SIGKILL);
   int node_count() const;
   // Kills the head (kill -9 by default) and starts it again on the same store and port.
