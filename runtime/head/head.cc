@@ -21,35 +21,7 @@ constexpr int64_t kMaxWaitMs = 600000;
 constexpr size_t kBatchBytes = 1u << 20;  // split result/task batches at about 1 MiB
 constexpr auto kAcceptDelay = std::chrono::milliseconds(5);
 constexpr size_t kMaxUnannounced = 16384;
-
-// The head's cluster key: the one given, else the one in `file`, else a new
-// one written there (readable by its owner only).
-transport::ClusterKey cluster_key(const std::string& given, const std::string& file) {
-  if (given == "none") return transport::ClusterKey();
-  if (!given.empty()) {
-    transport::ClusterKey k = transport::ClusterKey::parse(given);
-    std::ifstream in(file);
-    std::string kept;
-    if (!(in >> kept) || kept != k.hex()) transport::write_key_file(file, k);
-    return k;
-  }
-  std::ifstream in(file);
-  if (in) {
-    std::string kept;
-    in >> kept;
-    try {
-      if (kept.empty() || kept == "none") throw std::invalid_argument("it holds no key");
-      return transport::ClusterKey::parse(kept);
-    } catch (const std::invalid_argument& e) {
-      throw std::invalid_argument("the key file " + file + " is damaged (" + e.what() +
-                                  "): restore it, or remove it to make a new key");
-    }
-  }
-  transport::ClusterKey k = transport::ClusterKey::generate();
-  transport::write_key_file(file, k);
-  spdlog::info("made a new cluster key in {}", file);
-  return k;
-}
+constexpr auto kHandshakeCheck = std::chrono::milliseconds(100);
 
 bool valid_market(const std::string& m, bool allow_any) {
   return m == "reserved" || m == "spot" || (allow_any && m == "any");
@@ -77,7 +49,7 @@ Head::Head(HeadOptions options) : opt_(std::move(options)) {
   spdlog::info("store {}: boot {}, {} pools, {} actors, {} live tasks ({} queued), {} journal entries replayed",
                opt_.store_path, boot_, state_.pools.size(), state_.actors.size(), state_.tasks.size(),
                queued, journal);
-  key_ = cluster_key(opt_.cluster_key, opt_.store_path + ".key");
+  key_ = transport::kept_key(opt_.cluster_key, opt_.store_path + ".key");
   router_ = transport::make_router("tcp://" + opt_.bind_host + ":" + std::to_string(opt_.port),
                                    opt_.max_frame, &port_, key_, &handshakes_);
   if (!key_.secure())
@@ -110,18 +82,22 @@ void Head::check_handshakes() {
 void Head::run() {
   now_ = transport::Clock::now();
   next_heartbeat_ = now_ + opt_.heartbeat;
-  zmq::pollitem_t items[] = {{router_.handle(), 0, ZMQ_POLLIN, 0},
-                             {handshakes_->socket().handle(), 0, ZMQ_POLLIN, 0}};
+  zmq::pollitem_t items[] = {{router_.handle(), 0, ZMQ_POLLIN, 0}};
   while (!stopping_ || (!awaiting_goodbye_.empty() && now_ < stop_deadline_)) {
     if (stop_requested_.load()) break;
     try {
       transport::poll(
-          items, 2,
+          items, 1,
           std::chrono::milliseconds(std::min<int64_t>(50, opt_.heartbeat.count() / 2 + 1)));
     } catch (const zmq::error_t& e) {
       if (e.num() != EINTR) throw;
     }
-    if (items[1].revents & ZMQ_POLLIN) check_handshakes();
+    // Read between polls, not polled: a refusal need not wake the loop, and a
+    // call should not pay for one more socket in every poll.
+    if (now_ >= next_handshake_check_) {
+      check_handshakes();
+      next_handshake_check_ = now_ + kHandshakeCheck;
+    }
     turn();
     if (check_liveness()) turn();  // re-queued tasks and freed actors are served at once
     if (now_ >= next_heartbeat_) {

@@ -191,6 +191,7 @@ class Head {
   transport::ClusterKey key_;
   zmq::socket_t router_;
   std::unique_ptr<transport::HandshakeMonitor> handshakes_;  // refused peers, counted and logged
+  transport::Clock::time_point next_handshake_check_;
   int port_ = 0;
   uint64_t boot_ = 0;
   State state_;

@@ -94,8 +94,7 @@ void Node::run() {
   last_heard_ = transport::Clock::now();
   say_hello();
   zmq::pollitem_t items[] = {{nullptr, dealer_fd_, ZMQ_POLLIN, 0},
-                             {nullptr, out_.fd(), ZMQ_POLLIN, 0},
-                             {handshakes_->socket().handle(), 0, ZMQ_POLLIN, 0}};
+                             {nullptr, out_.fd(), ZMQ_POLLIN, 0}};
   bool news = false;  // a frame waits whose notice the last sends took in
   while (!shutdown_ && !stop_requested_.load()) {
     auto idle = news        ? std::chrono::milliseconds(0)
@@ -103,12 +102,11 @@ void Node::run() {
                             : std::chrono::milliseconds(20);
     io.unlock();  // actor threads may send their results meanwhile
     try {
-      transport::poll(items, 3, idle);
+      transport::poll(items, 2, idle);
     } catch (const zmq::error_t& e) {
       if (e.num() != EINTR) throw;
     }
     io.lock();
-    if (items[2].revents & ZMQ_POLLIN) check_handshakes();
     while (auto m = transport::try_recv(dealer_)) {
       last_heard_ = transport::Clock::now();
       handle(*m);
@@ -121,6 +119,11 @@ void Node::run() {
       begin_drain(left >= 0 ? std::chrono::milliseconds(left) : opt_.notice_deadline, true);
     }
     auto now = transport::Clock::now();
+    // Read between polls, not polled (the loop wakes at least every heartbeat).
+    if (now >= next_handshake_check_) {
+      check_handshakes();
+      next_handshake_check_ = now + std::chrono::milliseconds(100);
+    }
     if (draining_.load()) {
       if (drained()) {
         spdlog::info("node {} drained: saying goodbye", opt_.node_id);

@@ -78,6 +78,7 @@ class Node {
   zmq::socket_t dealer_;
   // A head that refuses this node's key for good ends it (check_handshakes).
   std::unique_ptr<transport::HandshakeMonitor> handshakes_;
+  transport::Clock::time_point next_handshake_check_;
   void check_handshakes();
   int dealer_fd_ = -1;  // ZMQ_FD: readable when the socket has news; polled without io_mu_
   Outgoing out_;

@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <mutex>
 #include <optional>
 #include <stdexcept>
@@ -99,6 +101,36 @@ void write_key_file(const std::string& path, const ClusterKey& key) {
   if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
     throw std::runtime_error("cannot write the key file " + path + ": " + std::strerror(errno));
   }
+}
+
+ClusterKey kept_key(const std::string& given, const std::string& file) {
+  if (given == "none") return ClusterKey();
+  auto read_kept = [&]() -> std::optional<ClusterKey> {
+    std::error_code ec;
+    if (!std::filesystem::exists(file, ec) && !ec) return std::nullopt;
+    std::ifstream in(file);
+    std::string kept;
+    try {
+      if (!in) throw std::invalid_argument(std::string("cannot read it: ") + std::strerror(errno));
+      in >> kept;
+      if (kept.empty() || kept == "none") throw std::invalid_argument("it holds no key");
+      return ClusterKey::parse(kept);
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument("the key file " + file + " is damaged (" + e.what() +
+                                  "): restore it, or remove it to make a new key");
+    }
+  };
+  if (!given.empty()) {
+    ClusterKey k = ClusterKey::parse(given);
+    std::ifstream in(file);
+    std::string kept;
+    if (!(in >> kept) || kept != k.hex()) write_key_file(file, k);
+    return k;
+  }
+  if (auto k = read_kept()) return *k;
+  ClusterKey k = ClusterKey::generate();
+  write_key_file(file, k);
+  return k;
 }
 
 ClusterKey process_key() {

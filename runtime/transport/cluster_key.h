@@ -63,4 +63,10 @@ std::string to_hex(const std::string& bytes);
 // throws std::runtime_error when it cannot.
 void write_key_file(const std::string& path, const ClusterKey& key);
 
+// A head's key: `given` ("none": no key), else the one kept in `file`, else a
+// new one written there. A key given is kept there too. A file that exists
+// but cannot be read or does not hold a key throws (std::invalid_argument):
+// making a new key in its place would lock out every node and driver.
+ClusterKey kept_key(const std::string& given, const std::string& file);
+
 }  // namespace spotlight::transport
