@@ -27,34 +27,42 @@ Client::Client(std::string address, ConnectOptions options, std::string node_id)
       opt_(options),
       id_("client-" + common::random_id()),
       node_id_(std::move(node_id)) {
-  // Its handshakes are watched while connecting only: a refused key is then said at once.
-  std::unique_ptr<transport::HandshakeMonitor> watch;
+  // Its handshakes are watched for its whole life: a head that refuses its
+  // key (at connect, or when it comes back with another) is said at once.
   dealer_ = transport::make_dealer(transport::endpoint(address_), id_,
-                                   transport::resolve_key(opt_.cluster_key), true, &watch);
-  transport::HandshakeMonitor& handshakes = *watch;
+                                   transport::resolve_key(opt_.cluster_key), true, &handshakes_);
   dealer_fd_ = dealer_.get(zmq::sockopt::fd);
   welcome_ = std::make_shared<FutureState>();
   io_ = std::thread([this] { io_loop(); });
-  auto deadline = std::chrono::steady_clock::now() + opt_.connect_timeout;
-  std::string failure;
-  while (!welcome_->wait_until(
-      std::min(deadline, std::chrono::steady_clock::now() + std::chrono::milliseconds(50)))) {
-    handshakes.drain();
-    if (handshakes.refused()) {
-      failure = handshakes.refused_by("the head at " + address_);
-    } else if (std::chrono::steady_clock::now() >= deadline) {
-      failure = "no answer from a head at " + address_ + " within " +
-                std::to_string(opt_.connect_timeout.count()) + " ms";
-    }
-    if (failure.empty()) continue;
+  // The I/O thread resolves welcome_: welcomed, or refused (check_handshakes).
+  bool answered = welcome_->wait_until(std::chrono::steady_clock::now() + opt_.connect_timeout);
+  if (!answered || !welcome_->ok) {
     stop_ = true;
     waker_.notify();
     io_.join();
-    throw ConnectionError(failure);
+    throw ConnectionError(answered ? welcome_->payload
+                                   : "no answer from a head at " + address_ + " within " +
+                                         std::to_string(opt_.connect_timeout.count()) + " ms");
   }
-  // Under the lock of whoever uses the socket (HandshakeMonitor's rule).
-  std::lock_guard<std::mutex> io(io_mu_);
-  handshakes.stop();
+}
+
+void Client::check_handshakes(transport::Clock::time_point now) {
+  bool welcomed = is_welcomed();
+  if (welcomed && now < next_handshake_check_) return;
+  next_handshake_check_ = now + std::chrono::milliseconds(100);
+  handshakes_->drain();
+  if (!handshakes_->refused()) return;
+  std::string why = handshakes_->refused_by("the head at " + address_);
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (!refused_.empty()) return;
+    refused_ = why;
+  }
+  // libzmq does not reconnect after such a refusal: nothing this client
+  // waits for can come any more.
+  if (welcomed) spdlog::error("client {}: {}", id_, why);
+  welcome_->resolve(false, why, ErrorKind::kConnection, "connection");
+  fail_pending(why);
 }
 
 Client::~Client() {
@@ -65,7 +73,7 @@ Client::~Client() {
   fail_pending();
 }
 
-void Client::fail_pending() {
+void Client::fail_pending(const std::string& why) {
   std::unordered_map<uint64_t, Pending> failed;
   {
     std::lock_guard<std::mutex> l(mu_);
@@ -74,8 +82,7 @@ void Client::fail_pending() {
   }
   room_.notify_all();
   for (auto& [id, p] : failed) {
-    p.state->resolve(false, "the client closed before the result came", ErrorKind::kConnection,
-                     "connection");
+    p.state->resolve(false, why, ErrorKind::kConnection, "connection");
   }
 }
 
@@ -155,15 +162,20 @@ std::shared_ptr<FutureState> Client::submit(const std::string& mailbox, const st
 }
 
 bool Client::wait_for_room(std::unique_lock<std::mutex>& l, FutureState& state) {
-  if (pending_.size() < opt_.max_pending) return true;
-  if (!opt_.wait_when_full) {
-    state.resolve(false,
-                  "this client already has " + std::to_string(pending_.size()) +
-                      " calls in flight (ConnectOptions::max_pending)",
-                  ErrorKind::kRejected, "rejected");
+  if (pending_.size() >= opt_.max_pending) {
+    if (!opt_.wait_when_full) {
+      state.resolve(false,
+                    "this client already has " + std::to_string(pending_.size()) +
+                        " calls in flight (ConnectOptions::max_pending)",
+                    ErrorKind::kRejected, "rejected");
+      return false;
+    }
+    room_.wait(l, [&] { return pending_.size() < opt_.max_pending || stop_.load(); });
+  }
+  if (!refused_.empty()) {  // the head refused this client for good (check_handshakes)
+    state.resolve(false, refused_, ErrorKind::kConnection, "connection");
     return false;
   }
-  room_.wait(l, [&] { return pending_.size() < opt_.max_pending || stop_.load(); });
   return true;
 }
 
@@ -419,8 +431,9 @@ std::chrono::milliseconds Client::pump() {
       }
     }
     send_queued();
-    bool welcomed = is_welcomed();
     auto now = transport::Clock::now();
+    check_handshakes(now);
+    bool welcomed = is_welcomed();
     // Until welcomed, hello again often: a hello sent before the connection was up is dropped.
     if (!welcomed && now - last_hello_ > std::chrono::milliseconds(100)) say_hello();
     if (welcomed && now - last_heard_ > liveness) {

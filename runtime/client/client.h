@@ -17,6 +17,7 @@
 
 #include "spotlight/future.h"
 #include "spotlight/options.h"
+#include "transport/handshake_monitor.h"
 #include "transport/socket.h"
 #include "wire/envelope.h"
 
@@ -61,11 +62,15 @@ class Client final : public Waiter, public std::enable_shared_from_this<Client> 
   };
 
   // With mu_ held: waits while pending_ is full; false (and `state` resolved
-  // with the reason) when the client may not wait.
+  // with the reason) when the client may not wait, or its head refused it.
   bool wait_for_room(std::unique_lock<std::mutex>& l, FutureState& state);
   void io_loop();
   // Resolves every pending call with a connection error.
-  void fail_pending();
+  // Fails every call waiting for a result with a ConnectionError saying `why`.
+  void fail_pending(const std::string& why = "the client closed before the result came");
+  // Reads the handshake monitor (often while connecting, every 100 ms after):
+  // a head that refuses this client's key fails its calls and its connect.
+  void check_handshakes(transport::Clock::time_point now);
   // Only waiting threads still hold this client.
   bool abandoned() const;
   // Before a caller lets go of the socket.
@@ -107,6 +112,9 @@ class Client final : public Waiter, public std::enable_shared_from_this<Client> 
   // Whoever holds io_mu_ (the I/O thread or a waiting caller).
   std::mutex io_mu_;
   zmq::socket_t dealer_;
+  std::unique_ptr<transport::HandshakeMonitor> handshakes_;  // read under io_mu_, like dealer_
+  transport::Clock::time_point next_handshake_check_;
+  std::string refused_;  // under mu_: why the head refused this client for good, once it has
   int dealer_fd_ = -1;  // ZMQ_FD: readable when the socket has news; polled without io_mu_
   transport::Waker waker_;
   std::vector<uint64_t> acks_;  // results received, not yet acknowledged to the head

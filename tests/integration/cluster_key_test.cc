@@ -2,6 +2,7 @@
 // peers that hold its key, says so at once to those that do not, counts them,
 // and keeps serving its members; an --insecure cluster takes no key.
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <chrono>
 #include <fstream>
@@ -9,6 +10,7 @@
 
 #include "common/process.h"
 #include "support/cluster.h"
+#include "support/temp_dir.h"
 #include "support/test_actors.h"
 #include "transport/socket.h"
 #include "wire/envelope.h"
@@ -96,6 +98,37 @@ TEST(ClusterKey, ANodeWithTheWrongKeyStopsAndSaysWhy) {
   // One with the right key (its environment's) joins.
   cluster.add_node(1, "spot");
   EXPECT_EQ(rt.status().nodes.size(), 1u);
+}
+
+// The head comes back with another key (its key file was lost, say): a
+// driver's calls in flight fail saying why, and so does its next call,
+// instead of waiting for ever.
+TEST(ClusterKey, ADriverWhoseHeadComesBackWithAnotherKeyIsToldWhy) {
+  LocalCluster cluster(cluster_options(0));  // no node: the call waits in its mailbox
+  auto rt = cluster.connect();
+  auto w = rt.pool<Worker>("w", on_market("any"));
+  Future<int64_t> waiting = w.call(&Worker::twice, 1);
+  rt.wait_accepted();
+
+  cluster.kill_head(SIGKILL);
+  testing::TempDir dir("rekeyed");
+  const std::string other = transport::ClusterKey::generate().hex();
+  const std::string port = cluster.address().substr(cluster.address().rfind(':') + 1);
+  pid_t head = common::spawn({SPOTLIGHT_TEST_BIN, "head", "--bind", "127.0.0.1", "--port", port,
+                              "--store", cluster.store_path()},
+                             dir.path() + "/head.log", {"SPOTLIGHT_CLUSTER_KEY=" + other});
+  try {
+    waiting.get(std::chrono::seconds(20));
+    ADD_FAILURE() << "the call returned through a head with another key";
+  } catch (const ConnectionError& e) {
+    EXPECT_NE(std::string(e.what()).find("refused the handshake"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(w.call(&Worker::twice, 2).get(std::chrono::seconds(5)), ConnectionError);
+
+  ConnectOptions o;
+  o.cluster_key = other;
+  connect(cluster.address(), o).stop_cluster();
+  EXPECT_EQ(common::wait_exit(head, 10s), 0);
 }
 
 TEST(ClusterKey, AnInsecureClusterTakesNoKey) {
