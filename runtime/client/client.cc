@@ -47,9 +47,10 @@ Client::Client(std::string address, ConnectOptions options, std::string node_id)
 }
 
 void Client::check_handshakes(transport::Clock::time_point now) {
-  bool welcomed = is_welcomed();
-  if (welcomed && now < next_handshake_check_) return;
-  next_handshake_check_ = now + std::chrono::milliseconds(100);
+  // At most every 20 ms (the I/O thread's idle wake-up while connecting):
+  // nothing on a call's path.
+  if (now < next_handshake_check_) return;
+  next_handshake_check_ = now + std::chrono::milliseconds(20);
   handshakes_->drain();
   if (!handshakes_->refused()) return;
   std::string why = handshakes_->refused_by("the head at " + address_);
@@ -60,7 +61,7 @@ void Client::check_handshakes(transport::Clock::time_point now) {
   }
   // libzmq does not reconnect after such a refusal: nothing this client
   // waits for can come any more.
-  if (welcomed) spdlog::error("client {}: {}", id_, why);
+  if (is_welcomed()) spdlog::error("client {}: {}", id_, why);
   welcome_->resolve(false, why, ErrorKind::kConnection, "connection");
   fail_pending(why);
 }

@@ -68,7 +68,7 @@ class Client final : public Waiter, public std::enable_shared_from_this<Client> 
   // Resolves every pending call with a connection error.
   // Fails every call waiting for a result with a ConnectionError saying `why`.
   void fail_pending(const std::string& why = "the client closed before the result came");
-  // Reads the handshake monitor (often while connecting, every 100 ms after):
+  // Reads the handshake monitor (every 20 ms at most):
   // a head that refuses this client's key fails its calls and its connect.
   void check_handshakes(transport::Clock::time_point now);
   // Only waiting threads still hold this client.
