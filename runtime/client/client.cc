@@ -6,7 +6,6 @@
 
 #include "common/ids.h"
 #include "spotlight/spotlight.h"
-#include "transport/handshake_monitor.h"
 #include "transport/spin.h"
 #include "wire/child_ids.h"
 

@@ -3,7 +3,6 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <bit>
 #include <fstream>
 
 #include "spotlight/errors.h"
@@ -65,16 +64,11 @@ Head::Head(HeadOptions options) : opt_(std::move(options)) {
 Head::~Head() = default;
 
 void Head::check_handshakes() {
-  uint64_t before = handshakes_->failed();
-  handshakes_->drain();
-  uint64_t refused = handshakes_->failed() - before;
+  uint64_t refused = handshakes_->drain();
   if (refused == 0) return;
   count("handshakes_refused", refused);
-  // Logged at 1, 2, 4, 8... refusals: a peer retrying with the wrong key
-  // must not flood the log.
-  uint64_t total = handshakes_->failed();
-  if (std::bit_width(total) > std::bit_width(before)) {
-    spdlog::warn("refused {} connection(s) so far at the handshake: {}", total,
+  if (handshakes_->log_due()) {
+    spdlog::warn("refused {} connection(s) so far at the handshake: {}", handshakes_->failed(),
                  handshakes_->last_failure());
   }
 }

@@ -4,7 +4,6 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
-#include <bit>
 #include <set>
 
 #include "common/ids.h"
@@ -152,10 +151,7 @@ void Node::run() {
 }
 
 void Node::check_handshakes() {
-  uint64_t before = handshakes_->failed();
-  handshakes_->drain();
-  uint64_t total = handshakes_->failed();
-  if (total == before) return;
+  if (handshakes_->drain() == 0) return;
   // Refused for good (HandshakeMonitor::refused): the node stops and says
   // why. libzmq does not reconnect after such a refusal, so even a node that
   // was in could do nothing more; its tasks go on elsewhere, as after any
@@ -163,9 +159,9 @@ void Node::check_handshakes() {
   if (handshakes_->refused()) {
     throw std::runtime_error(handshakes_->refused_by("the head at " + opt_.head));
   }
-  if (std::bit_width(total) > std::bit_width(before)) {
-    spdlog::warn("node {}: the head refused {} handshake(s) so far: {}", opt_.node_id, total,
-                 handshakes_->last_failure());
+  if (handshakes_->log_due()) {
+    spdlog::warn("node {}: the head refused {} handshake(s) so far: {}", opt_.node_id,
+                 handshakes_->failed(), handshakes_->last_failure());
   }
 }
 

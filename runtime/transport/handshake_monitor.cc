@@ -1,6 +1,7 @@
 #include "transport/handshake_monitor.h"
 
 #include <atomic>
+#include <bit>
 #include <cstring>
 
 #include "transport/cluster_key.h"
@@ -56,10 +57,11 @@ std::string HandshakeMonitor::refused_by(const std::string& server) const {
          ". The cluster key is the one `spotlight head` printed (--key, or $" + kKeyVariable + ")";
 }
 
-void HandshakeMonitor::drain() {
+uint64_t HandshakeMonitor::drain() {
+  const uint64_t before = failed_;
   for (;;) {
     zmq::message_t head, where;
-    if (!events_.recv(head, zmq::recv_flags::dontwait)) return;
+    if (!events_.recv(head, zmq::recv_flags::dontwait)) break;
     if (head.more()) (void)events_.recv(where, zmq::recv_flags::none);
     if (head.size() < 6) continue;
     uint16_t event;
@@ -67,7 +69,6 @@ void HandshakeMonitor::drain() {
     std::memcpy(&event, head.data(), 2);
     std::memcpy(&value, static_cast<const char*>(head.data()) + 2, 4);
     if (event == ZMQ_EVENT_HANDSHAKE_SUCCEEDED) {
-      ++succeeded_;
       in_a_row_ = 0;
     } else {
       ++failed_;
@@ -76,6 +77,8 @@ void HandshakeMonitor::drain() {
       last_failure_ = describe(event, value);
     }
   }
+  log_due_ = std::bit_width(failed_) > std::bit_width(before);
+  return failed_ - before;
 }
 
 }  // namespace spotlight::transport

@@ -24,15 +24,18 @@ class HandshakeMonitor {
   // Ends the watch: libzmq sends nothing more.
   void stop();
 
-  // Reads the events waiting (without blocking) and counts them.
-  void drain();
+  // Reads the events waiting (without blocking) and counts them; returns
+  // the failures among them.
+  uint64_t drain();
+  // True when the last drain() took the failure count to 1, 2, 4, 8...: when
+  // to log, so that a peer retrying with the wrong key does not flood the log.
+  bool log_due() const { return log_due_; }
   // True when the peer has refused us for good (drain() updates it): it said why (a protocol or
   // authentication failure; libzmq does not even retry those), or it closed
   // three handshakes in a row without a word.
   bool refused() const { return in_a_row_ > 0 && (definite_ || in_a_row_ >= 3); }
-  // Failures and successes seen so far.
+  // Failures seen so far.
   uint64_t failed() const { return failed_; }
-  uint64_t succeeded() const { return succeeded_; }
   // What the last failure means, in words.
   const std::string& last_failure() const { return last_failure_; }
   // The error a client refused by `server` (e.g. "the head at HOST:PORT") gives.
@@ -45,7 +48,8 @@ class HandshakeMonitor {
   zmq::socket_t events_;
   int in_a_row_ = 0;
   bool definite_ = false;  // the last failure said why
-  uint64_t failed_ = 0, succeeded_ = 0;
+  uint64_t failed_ = 0;
+  bool log_due_ = false;
   std::string last_failure_;
 };
 
