@@ -66,6 +66,8 @@ void Client::check_handshakes(transport::Clock::time_point now) {
 }
 
 Client::~Client() {
+  objects_ptr_ = nullptr;
+  objects_.reset();  // takes this driver's copies out of the head's directory
   stop_ = true;
   room_.notify_all();
   waker_.notify();
@@ -139,9 +141,10 @@ std::shared_ptr<FutureState> Client::submit(const std::string& mailbox, const st
     }
     const uint64_t id = origin ? child_id : (static_cast<uint64_t>(num_) << 40) | ++next_seq_;
     state->id = id;
-    pending_.emplace(id, Pending{state, wire::Call{id, mailbox, method, Blob{std::move(args)},
-                                                   options.max_attempts, options.deadline.count(),
-                                                   origin ? origin->parent : 0, child_key}});
+    pending_.emplace(
+        id, Pending{state, wire::Call{id, mailbox, method, Blob{std::move(args)},
+                                      options.max_attempts, options.deadline.count(),
+                                      origin ? origin->parent : 0, child_key, options.priority}});
     wake = outq_.empty();
     alone = pending_.size() == 1;
     outq_.push_back(id);
@@ -342,9 +345,10 @@ void Client::on_frame(zmq::message_t& m) {
   switch (env.type) {
     case MsgType::kWelcome: {
       auto w = env.body<wire::Welcome>();
-      bool again;
+      bool again, anew;
       {
         std::lock_guard<std::mutex> l(mu_);
+        anew = num_ != 0;  // welcomed before: the head took this client for gone, or restarted
         again = welcomed_ && boot_ == w.boot;
         if (num_ != 0 && num_ != w.client_num) {
           spdlog::error("the head gave this client a new number: its store was replaced");
@@ -353,6 +357,8 @@ void Client::on_frame(zmq::message_t& m) {
         max_frame_ = w.max_frame;
         welcomed_ = true;
       }
+      // Either way the head has forgotten this driver's objects.
+      if (auto* store = objects_ptr_.load(); anew && store) store->announce_all();
       if (again) break;
       boot_ = w.boot;
       resend_everything();  // whatever the head may not have: it drops duplicates by task id
@@ -566,6 +572,29 @@ void Runtime::create_pool(const std::string& name, const std::string& type, cons
 void Runtime::remove_pool(const std::string& name) {
   client_->request(wire::MsgType::kRemovePool, pack(wire::RemovePool{name}),
                    std::chrono::seconds(30));
+}
+
+ObjectStore& detail::Client::objects() {
+  if (!node_id_.empty()) {
+    throw RejectedError(
+        "a task has its node's object store: use ctx.objects(), not ctx.runtime().objects()");
+  }
+  std::lock_guard<std::mutex> l(objects_mu_);
+  if (!objects_) {
+    objects::StoreOptions o;
+    o.head = address_;
+    o.node_id = wire::kDriverHolderPrefix + id_;  // the head takes it for this connected client's
+    o.capacity = opt_.object_store_mb << 20;
+    o.key = transport::resolve_key(opt_.cluster_key);
+    o.forget_on_close = true;
+    objects_ = std::make_unique<objects::NodeObjectStore>(std::move(o));
+    objects_ptr_ = objects_.get();
+  }
+  return *objects_;
+}
+
+ObjectStore& Runtime::objects() {
+  return client_->objects();
 }
 
 void Runtime::wait_accepted(std::chrono::milliseconds timeout) {

@@ -15,6 +15,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "objects/node_object_store.h"
 #include "spotlight/future.h"
 #include "spotlight/options.h"
 #include "transport/handshake_monitor.h"
@@ -45,6 +46,8 @@ class Client final : public Waiter, public std::enable_shared_from_this<Client> 
                       std::chrono::milliseconds timeout, bool after_calls = false);
   const std::string& address() const { return address_; }
   size_t pending() const;
+  // This driver's object store (Runtime::objects()), made on first use.
+  ObjectStore& objects();
   // Waits for a call's state, reading the socket on this thread while no
   // other thread does.
   bool wait(FutureState& s, std::chrono::steady_clock::time_point deadline) override;
@@ -123,6 +126,11 @@ class Client final : public Waiter, public std::enable_shared_from_this<Client> 
   transport::Clock::time_point last_heard_, last_sent_, last_hello_;
   std::atomic<bool> stop_{false};
   std::atomic<long> waiting_{0};  // threads in wait()
+  // Runtime::objects(): made once under objects_mu_; the I/O thread reads
+  // the pointer to announce its copies to a head that welcomes it anew.
+  std::mutex objects_mu_;
+  std::unique_ptr<objects::NodeObjectStore> objects_;
+  std::atomic<objects::NodeObjectStore*> objects_ptr_{nullptr};
   std::thread io_;
 };
 

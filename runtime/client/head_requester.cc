@@ -5,11 +5,12 @@
 
 namespace spotlight::client {
 
-HeadRequester::HeadRequester(std::string address, const std::string& id_prefix)
+HeadRequester::HeadRequester(std::string address, const std::string& id_prefix,
+                             const transport::ClusterKey& key)
     : address_(std::move(address)),
       // Not immediate: a request waits in the socket until the connection is up.
       socket_(transport::make_dealer(transport::endpoint(address_), id_prefix + common::random_id(),
-                                     transport::process_key(), false)) {
+                                     key, false)) {
   socket_.set(zmq::sockopt::linger, 0);
 }
 

@@ -7,6 +7,7 @@
 #include <mutex>
 #include <string>
 
+#include "transport/cluster_key.h"
 #include "transport/socket.h"
 #include "wire/envelope.h"
 
@@ -14,7 +15,8 @@ namespace spotlight::client {
 
 class HeadRequester {
  public:
-  HeadRequester(std::string address, const std::string& id_prefix);
+  HeadRequester(std::string address, const std::string& id_prefix,
+                const transport::ClusterKey& key = transport::process_key());
   // Sends and waits for the answer; an Error answer throws RejectedError, no
   // answer within `timeout` throws ConnectionError naming `what`.
   wire::Envelope request(wire::MsgType type, const std::string& body, std::chrono::milliseconds timeout,

@@ -491,13 +491,14 @@ void Head::on_calls(Client& c, wire::Calls& calls) {
     t.args = std::move(call.args);
     t.max_attempts = call.max_attempts > 0 ? call.max_attempts : 3;
     t.parent = call.parent;
+    t.priority = call.priority;
     if (call.deadline_ms > 0) {
       t.deadline_ms = wall_ms_ + call.deadline_ms;
       deadlines_.emplace(t.deadline_ms, t.id);
     }
     record(EventKind::kAccept, t);
     state_.apply_accept(t, &c.rec);
-    pit->second.queue.push_back(t.id);
+    pit->second.queue.push_back(t.priority, t.id);
     accepted.ids.push_back(t.id);
   }
 }
@@ -640,7 +641,7 @@ void Head::expire_deadlines() {
     time_out(it->second);
   }
   for (auto& [mailbox, ids] : expired) {
-    std::erase_if(state_.pools[mailbox].queue, [&](uint64_t id) { return ids.count(id) > 0; });
+    state_.pools[mailbox].queue.erase_if([&](uint64_t id) { return ids.count(id) > 0; });
   }
 }
 
@@ -735,13 +736,14 @@ void Head::hand_back(std::vector<Task*>& tasks) {
 }
 
 void Head::requeue_front(std::vector<Task*>& tasks, bool handed_back) {
-  // Pushed to the front in reverse arrival order: the mailbox keeps its FIFO.
+  // Pushed to the front of their priority in reverse arrival order: the
+  // mailbox keeps its FIFO within each priority.
   std::sort(tasks.begin(), tasks.end(), [](Task* a, Task* b) { return a->ord > b->ord; });
   for (Task* t : tasks) {
     RequeueEvent e{t->id, handed_back};
     record(EventKind::kRequeue, e);
     state_.apply_requeue(e);
-    state_.pools[t->mailbox].queue.push_front(t->id);
+    state_.pools[t->mailbox].queue.push_front(t->priority, t->id);
     if (t->deadline_ms != 0)
       deadlines_.emplace(t->deadline_ms, t->id);  // may be past: expires next turn
   }
@@ -989,8 +991,7 @@ void Head::place() {
 }
 
 Task* Head::lease(Pool& pool, Actor& a, Node& n, const SpGroupState* group) {
-  uint64_t id = pool.queue.front();
-  pool.queue.pop_front();
+  const uint64_t id = pool.queue.pop_front();
   auto it = state_.tasks.find(id);
   if (it == state_.tasks.end() || it->second.state != TaskState::kQueued) return nullptr;
   Task& t = it->second;
@@ -1024,7 +1025,8 @@ Task* Head::lease(Pool& pool, Actor& a, Node& n, const SpGroupState* group) {
     const int64_t within =
         t.deadline_ms == 0 || g.size > 0 ? 0 : std::max<int64_t>(1, t.deadline_ms - wall_ms_);
     box.tasks.tasks.push_back(wire::Task{id, actor, e.epoch, t.method, t.args, t.attempts,
-                                         t.has_checkpoint, t.checkpoint, std::move(g), within});
+                                         t.has_checkpoint, t.checkpoint, std::move(g), within,
+                                         t.priority});
     box.batch_bytes += t.args.data.size() + t.method.size() + 32;
     if (box.batch_bytes > kBatchBytes) {
       box.frames.push_back(wire::encode(box.tasks));
@@ -1111,6 +1113,9 @@ bool Head::check_liveness() {
     if (!c.peer.empty() && now_ - c.last_seen > opt_.liveness * 3) {
       client_by_peer_.erase(c.peer);
       c.peer.clear();
+      // Its process is gone, or cut off: its object copies cannot be served
+      // (a driver that comes back announces them again).
+      drop_objects_of(wire::kDriverHolderPrefix + uuid);
     }
   }
   return lost;
@@ -1208,7 +1213,7 @@ ClusterStatus Head::status() const {
                                      a.completed});
     }
     s.pools.push_back(PoolStatus{name, p.rec.type, p.rec.market, p.rec.size, placed, p.queue.size(),
-                                 p.leased});
+                                 p.leased, p.queue.depths()});
     for (const auto& [gid, g] : p.groups) {
       s.groups.push_back(SpGroupStatus{name, name + "/sp" + std::to_string(gid), g.epoch, g.members, g.task});
     }

@@ -132,6 +132,8 @@ class Head {
                        int64_t wait_ms);
   // The object directory (objects.cc): locations only, in memory.
   void on_object_add(const std::string& peer, const wire::ObjectAdd& a, uint64_t rid);
+  // A node that is alive, or a driver's store whose client is connected.
+  bool holder_alive(const std::string& holder) const;
   void on_object_drop(const wire::ObjectDrop& d);
   void on_object_where(const std::string& peer, const wire::ObjectWhere& w, uint64_t rid);
   void expire_object_waiters();

@@ -20,15 +20,26 @@ wire::ObjectLocations locations(uint64_t size, uint64_t digest, const std::map<s
 }
 }  // namespace
 
+bool Head::holder_alive(const std::string& holder) const {
+  const std::string_view prefix = wire::kDriverHolderPrefix;
+  if (holder.rfind(prefix, 0) == 0) {
+    // A driver's store: while the driver's connection is taken as alive.
+    auto c = state_.clients.find(holder.substr(prefix.size()));
+    return c != state_.clients.end() && !c->second.peer.empty() && c->second.node.empty();
+  }
+  auto n = state_.nodes.find(holder);
+  return n != state_.nodes.end() && n->second.alive;
+}
+
 void Head::on_object_add(const std::string& peer, const wire::ObjectAdd& a, uint64_t rid) {
   if (!check_keyed_get(peer, rid, "an ObjectAdd", a.id, 0)) return;
   if (a.address.empty()) {
     reply_error(peer, wire::ErrorCode::kBadRequest, "an ObjectAdd needs the address of an object server", rid);
     return;
   }
-  auto nit = state_.nodes.find(a.node_id);
-  if (nit == state_.nodes.end() || !nit->second.alive) {
-    reply_error(peer, wire::ErrorCode::kBadRequest, "no live node named '" + a.node_id + "'", rid);
+  if (!holder_alive(a.node_id)) {
+    reply_error(peer, wire::ErrorCode::kBadRequest,
+                "no live node or connected driver named '" + a.node_id + "'", rid);
     return;
   }
   ObjectEntry& e = objects_[a.id];
@@ -81,7 +92,7 @@ void Head::drop_objects_of(const std::string& node_id) {
   }
   if (dropped > 0) {
     count("object_copies_lost", dropped);
-    spdlog::info("node {}: its {} object copies are forgotten", node_id, dropped);
+    spdlog::info("{}: its {} object copies are forgotten", node_id, dropped);
   }
 }
 

@@ -216,7 +216,7 @@ void State::recover(store::Loaded&& loaded) {
   for (const auto& entry : loaded.journal) replay(entry);
   // Leased tasks stay leased: their nodes may still run them and come back
   // (the head re-queues those whose node does not). Every mailbox is rebuilt
-  // in arrival order.
+  // in arrival order within each priority.
   std::vector<const Task*> queued;
   for (auto& [id, t] : tasks) {
     if (t.state == TaskState::kQueued) queued.push_back(&t);
@@ -224,7 +224,7 @@ void State::recover(store::Loaded&& loaded) {
   std::sort(queued.begin(), queued.end(), [](const Task* a, const Task* b) { return a->ord < b->ord; });
   for (const Task* t : queued) {
     auto p = pools.find(t->mailbox);
-    if (p != pools.end()) p->second.queue.push_back(t->id);
+    if (p != pools.end()) p->second.queue.push_back(t->priority, t->id);
   }
   dirty_meta = true;
 }

@@ -8,7 +8,6 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <map>
 #include <optional>
 #include <set>
@@ -17,6 +16,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "head/mailbox.h"
 #include "store/store.h"
 #include "transport/socket.h"
 
@@ -128,7 +128,7 @@ struct Pool {
   PoolRecord rec;
   std::map<uint64_t, SpGroupState> groups;  // SP pools only
   uint64_t next_group = 1;
-  std::deque<uint64_t> queue;  // accepted, not leased: the mailbox
+  Mailbox queue;  // accepted, not leased: the mailbox
   std::vector<uint64_t> members;
   uint64_t leased = 0;
   size_t cursor = 0;  // round-robin position over members

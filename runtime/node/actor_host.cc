@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <cstdlib>
+#include <iterator>
 #include <typeinfo>
 
 #include "spotlight/collective.h"
@@ -167,7 +168,12 @@ void ActorHost::push(wire::Task t) {
   }
   {
     std::lock_guard<std::mutex> l(mu_);
-    queue_.push_back(std::move(t));
+    // Behind every task of its priority or higher: the head leased them in
+    // that order, but a call of higher priority can arrive after others were
+    // leased ahead (Placement::prefetch) and must not wait behind them.
+    auto at = queue_.end();
+    while (at != queue_.begin() && std::prev(at)->priority < t.priority) --at;
+    queue_.insert(at, std::move(t));
   }
   cv_.notify_one();
 }

@@ -55,20 +55,40 @@ uint64_t digest_of(std::string_view bytes) {
 }
 
 NodeObjectStore::NodeObjectStore(StoreOptions options)
-    : opt_(std::move(options)), head_(opt_.head, "objects-") {
+    : opt_(std::move(options)), head_(opt_.head, "objects-", opt_.key) {
   if (opt_.advertise_host.empty()) opt_.advertise_host = host_toward(opt_.head);
   opt_.chunk = std::max<size_t>(opt_.chunk, 4096);
   stats_.capacity = opt_.capacity;
   int port = 0;
-  server_ =
-      transport::make_router("tcp://0.0.0.0:0", opt_.chunk + 4096, &port, transport::process_key());
+  server_ = transport::make_router("tcp://0.0.0.0:0", opt_.chunk + 4096, &port, opt_.key);
   address_ = opt_.advertise_host + ":" + std::to_string(port);
   server_thread_ = std::thread([this] { serve(); });
 }
 
 NodeObjectStore::~NodeObjectStore() {
+  if (opt_.forget_on_close) forget_all();
   stop_.store(true);
   server_thread_.join();
+}
+
+void NodeObjectStore::forget_all() {
+  std::vector<std::string> ids;
+  {
+    std::lock_guard l(mu_);
+    for (const auto& [id, _] : entries_) ids.push_back(id);
+  }
+  if (ids.empty()) return;
+  for (const auto& id : ids)
+    head_.send(wire::MsgType::kObjectDrop, pack(wire::ObjectDrop{id, opt_.node_id}));
+  // The head answers frames of one connection in order: once this is
+  // answered, the drops are in. A head that is gone forgets them anyway.
+  try {
+    head_.request(wire::MsgType::kObjectWhere, pack(wire::ObjectWhere{ids.front(), 0}),
+                  std::chrono::milliseconds(2000), "object directory");
+  } catch (const std::exception& e) {
+    spdlog::warn("objects of {}: the head did not confirm that they are forgotten: {}",
+                 opt_.node_id, e.what());
+  }
 }
 
 void NodeObjectStore::serve() {
@@ -281,9 +301,8 @@ ObjectRef NodeObjectStore::fetch(const std::string& id, std::chrono::millisecond
 
 ObjectRef NodeObjectStore::copy_from(const std::string& address, const std::string& id, uint64_t size,
                                      uint64_t digest) {
-  zmq::socket_t s =
-      transport::make_dealer(transport::endpoint(address), "fetch-" + common::random_id(),
-                             transport::process_key(), false);
+  zmq::socket_t s = transport::make_dealer(transport::endpoint(address),
+                                           "fetch-" + common::random_id(), opt_.key, false);
   s.set(zmq::sockopt::linger, 0);
   auto out = std::make_shared<std::string>(size, '\0');
   const uint64_t chunks = size == 0 ? 1 : (size + opt_.chunk - 1) / opt_.chunk;

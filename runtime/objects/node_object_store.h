@@ -15,6 +15,7 @@
 
 #include "client/head_requester.h"
 #include "spotlight/objects.h"
+#include "transport/cluster_key.h"
 #include "transport/socket.h"
 #include "wire/messages.h"
 
@@ -27,6 +28,10 @@ struct StoreOptions {
   uint64_t capacity = 2ull << 30;
   size_t chunk = 8u << 20;     // bytes per fetched chunk (under the frame limit); = kDigestBlock is fastest
   std::chrono::milliseconds request_timeout{10000};
+  transport::ClusterKey key = transport::process_key();  // of the head, the servers and this one
+  // A driver's store (Runtime::objects()): its copies go with it, so closing
+  // it takes them out of the head's directory. A node's go with the node.
+  bool forget_on_close = false;
 };
 
 // The digest the directory compares: the same id must name the same bytes.
@@ -52,6 +57,9 @@ class NodeObjectStore final : public ObjectStore {
   // Tells the head again about every copy held here (a head that welcomed
   // this node anew, restarted or not, has forgotten them). Does not wait.
   void announce_all();
+  // Takes every copy held here out of the head's directory (a driver's store
+  // on close), and waits up to 2 s for the head to have them.
+  void forget_all();
   // HOST:PORT of this node's object server.
   const std::string& address() const { return address_; }
 

@@ -81,9 +81,12 @@ struct TaskRecord {
   // answers instead of running them again. Last, for the same reason.
   uint64_t parent = 0;
   bool received = false;
+  // CallOptions::priority: higher is leased first (head/mailbox.h). Last, for
+  // the same reason.
+  int32_t priority = 0;
   MSGPACK_DEFINE(id, ord, caller, mailbox, method, args, state, epoch, actor, node, attempts,
                  max_attempts, has_checkpoint, checkpoint, ok, kind, error_type, result,
-                 deadline_ms, parent, received)
+                 deadline_ms, parent, received, priority)
 };
 
 struct Loaded {

@@ -20,8 +20,9 @@ namespace spotlight::wire {
 //    call deadlines (Call.deadline_ms, Task.start_within_ms);
 // 5: calls made by running tasks (Call.parent, Call.child_key, ids from child_ids.h,
 //    HelloClient.node_id);
-// 6: RemovePool (client -> head) and Unplace (head -> node).
-inline constexpr uint16_t kProtocolVersion = 6;
+// 6: RemovePool (client -> head) and Unplace (head -> node);
+// 7: call priorities (Call.priority, Task.priority, PoolStatus.by_priority).
+inline constexpr uint16_t kProtocolVersion = 7;
 
 enum class MsgType : uint16_t {
   kError = 1,
@@ -174,7 +175,8 @@ struct Call {
   int64_t deadline_ms = 0;    // every run must start within this long of acceptance; 0: none
   uint64_t parent = 0;        // the task that made the call; 0: a driver's call
   uint64_t child_key = 0;     // the call's number within the parent's run, and more (child_ids.h)
-  MSGPACK_DEFINE(id, mailbox, method, args, max_attempts, deadline_ms, parent, child_key)
+  int32_t priority = 0;       // higher is leased, and run, first (CallOptions::priority)
+  MSGPACK_DEFINE(id, mailbox, method, args, max_attempts, deadline_ms, parent, child_key, priority)
 };
 struct Calls {
   std::vector<Call> calls;
@@ -245,8 +247,10 @@ struct Task {
   // The call's deadline, as time left when leased: a node that cannot start
   // the task within it fails the call as timed out instead. 0: none.
   int64_t start_within_ms = 0;
+  // The call's priority: an actor runs the tasks it holds highest first.
+  int32_t priority = 0;
   MSGPACK_DEFINE(id, actor_id, epoch, method, args, attempt, resumed, resume, group,
-                 start_within_ms)
+                 start_within_ms, priority)
   // Not on the wire: the node's own clock at receipt plus start_within_ms.
   std::chrono::steady_clock::time_point start_by{};
 };
@@ -327,9 +331,13 @@ struct KvValue {
 
 // The object directory: the head keeps where each object's copies are, never
 // their bytes; nodes copy them from each other (spotlight/objects.h).
+// A holder that is a driver's store (Runtime::objects()), not a node's:
+// "driver:" then the client's id; the head takes it while that client is connected.
+inline constexpr const char* kDriverHolderPrefix = "driver:";
+
 struct ObjectAdd {
   std::string id;
-  std::string node_id;
+  std::string node_id;  // or a driver's holder name (kDriverHolderPrefix)
   std::string address;  // HOST:PORT of the node's object server
   uint64_t size = 0;
   uint64_t digest = 0;  // of the bytes: the same id must always name the same bytes

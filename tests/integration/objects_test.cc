@@ -1,16 +1,19 @@
 // The object store (spotlight/objects.h) across real nodes: a blob put on
 // one node is copied once to another node, then read by that node's other
 // slot from memory; copies are evicted least recently used first and the
-// head's directory follows; a dead node's copies are forgotten.
+// head's directory follows; a dead node's copies are forgotten. A driver
+// puts and gets through Runtime::objects(), and its copies go with it.
 //
 // Each cluster has a "reserved" node and a "spot" node, so that lone actors
 // can be placed on a chosen node by their market.
 #include <gtest/gtest.h>
 
 #include <csignal>
+#include <future>
 
 #include "common/process.h"
 #include "support/cluster.h"
+#include "support/raw_peer.h"
 #include "support/test_actors.h"
 
 namespace spotlight {
@@ -175,6 +178,106 @@ TEST(Objects, ADeadNodesCopiesAreForgotten) {
   } catch (const MethodError& e) {
     EXPECT_EQ(e.type(), "spotlight::TimeoutError");
   }
+}
+
+TEST(Objects, ADriverPutsForActorsAndGetsWhatTheyPut) {
+  TwoActors c;
+  constexpr int64_t kSize = 20 << 20;  // three chunks
+  ObjectStore& mine = c.rt.objects();
+  mine.put("weights@0", object_bytes(kSize, 7));
+  EXPECT_TRUE(mine.contains("weights@0"));
+  for (auto* actor : {&c.reserved, &c.spot}) {
+    ObjectView v =
+        actor->call(&ObjectUser::get, std::string("weights@0"), int64_t{5000}).get(kWait);
+    EXPECT_EQ(v.size, static_cast<uint64_t>(kSize));
+    EXPECT_EQ(v.digest, digest(kSize, 7)) << "the driver's bytes, on a node";
+  }
+  // Objects stay immutable from a driver too.
+  EXPECT_THROW(mine.put("weights@0", object_bytes(kSize, 8)), RejectedError);
+
+  // What an actor puts, the driver copies.
+  c.spot.call(&ObjectUser::put, std::string("rollouts@1"), int64_t{3 << 20}, int64_t{9}).get(kWait);
+  ObjectRef got = mine.get("rollouts@1", std::chrono::seconds(5));
+  ASSERT_NE(got, nullptr);
+  EXPECT_TRUE(*got == object_bytes(3 << 20, 9));
+  EXPECT_EQ(mine.stats().fetches, 1u);
+  EXPECT_EQ(mine.get("rollouts@1", std::chrono::seconds(5)), got) << "the second get is local";
+  EXPECT_EQ(mine.stats().local_hits, 1u);
+
+  // A driver's get waits for an actor's put.
+  auto later =
+      std::async(std::launch::async, [&] { return mine.get("late@1", std::chrono::seconds(30)); });
+  EXPECT_EQ(later.wait_for(std::chrono::milliseconds(300)), std::future_status::timeout);
+  c.reserved.call(&ObjectUser::put, std::string("late@1"), int64_t{1000}, int64_t{3}).get(kWait);
+  EXPECT_TRUE(*later.get() == object_bytes(1000, 3));
+}
+
+TEST(Objects, ADriversCopiesGoWhenItCloses) {
+  TwoActors c;
+  {
+    Runtime other = c.cluster.connect();
+    other.objects().put("shared@1", object_bytes(1 << 20, 1));
+    other.objects().put("solo@1", object_bytes(1 << 20, 2));
+    // The reserved node copies one of them: from then on it holds a copy too.
+    EXPECT_EQ(
+        c.reserved.call(&ObjectUser::get, std::string("shared@1"), int64_t{5000}).get(kWait).digest,
+        digest(1 << 20, 1));
+  }
+  EXPECT_GE(counter(c.rt.status(), "object_drops"), 2u)
+      << "the closing driver's copies were not dropped";
+  // The node's copy still serves the other node; the driver's only copy is gone.
+  ObjectView v = c.spot.call(&ObjectUser::get, std::string("shared@1"), int64_t{5000}).get(kWait);
+  EXPECT_EQ(v.digest, digest(1 << 20, 1));
+  EXPECT_EQ(v.fetches, 1u);
+  try {
+    c.spot.call(&ObjectUser::get, std::string("solo@1"), int64_t{300}).get(kWait);
+    FAIL() << "its only copy went with its driver";
+  } catch (const MethodError& e) {
+    EXPECT_EQ(e.type(), "spotlight::TimeoutError");
+  }
+}
+
+// A restarted head knows no copies; the driver tells it again of its own
+// when the head welcomes it back, as nodes do.
+TEST(Objects, ADriverAnnouncesItsCopiesToARestartedHead) {
+  TwoActors c;
+  c.rt.objects().put("kept@1", object_bytes(1000, 4));
+  c.cluster.kill_head(SIGKILL);
+  c.cluster.start_head();
+  ObjectView v = c.spot.call(&ObjectUser::get, std::string("kept@1"), int64_t{10000}).get(kWait);
+  EXPECT_EQ(v.digest, digest(1000, 4));
+}
+
+// A driver that dies cannot say so: its copies go when the head takes its
+// connection for gone (three liveness windows without a word). The head
+// takes copies only from live nodes and connected drivers.
+TEST(Objects, ASilentDriversCopiesAreForgotten) {
+  ClusterOptions o = testing::cluster_options(0);
+  o.head_args = {"--liveness-ms", "300"};
+  LocalCluster cluster(o);
+  testing::RawPeer driver(cluster.address());
+  driver.hello_client("client-silent");
+  auto add = [&](const std::string& holder) {
+    return wire::encode(wire::ObjectAdd{"silent@1", holder, "127.0.0.1:9", 10, 5});
+  };
+  EXPECT_EQ(driver.error_for(add(std::string(wire::kDriverHolderPrefix) + "client-nobody")),
+            wire::ErrorCode::kBadRequest);
+  driver.send(add(std::string(wire::kDriverHolderPrefix) + "client-silent"));
+  auto ok = driver.reply();
+  ASSERT_TRUE(ok.has_value());
+  EXPECT_EQ(ok->type, wire::MsgType::kOk);
+  testing::RawPeer asker(cluster.address());
+  auto where = [&] {
+    asker.send(wire::encode(wire::ObjectWhere{"silent@1", 0}));
+    auto env = asker.reply();
+    return env && env->type == wire::MsgType::kObjectLocations &&
+           env->body<wire::ObjectLocations>().found;
+  };
+  EXPECT_TRUE(where());
+  ASSERT_TRUE(wait_for_status(cluster.address(), [](const ClusterStatus& st) {
+    return counter(st, "object_copies_lost") == 1;
+  }));
+  EXPECT_FALSE(where());
 }
 
 }  // namespace

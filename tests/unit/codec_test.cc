@@ -39,7 +39,7 @@ TEST(Codec, EveryMessageTypeRoundTrips) {
   round_trip(
       Calls{{Call{(3ull << 40) | 1, "counter", "add", Blob{pack(std::make_tuple(5))}, 0},
              Call{(3ull << 40) | 2, "counter", "get", Blob{std::string("\0\xff", 2)}, 3, 1500},
-             Call{kChildIdBit | 7, "counter", "get", Blob{}, 0, 0, (3ull << 40) | 1, 2}}});
+             Call{kChildIdBit | 7, "counter", "get", Blob{}, 0, 0, (3ull << 40) | 1, 2, -7}}});
   round_trip(Accepted{{1, 2, 3}});
   round_trip(Results{{Result{1, true, 0, "", Blob{pack(55)}},
                       Result{2, false, 1, "std::domain_error", Blob{"negative"}}}});
@@ -58,7 +58,8 @@ TEST(Codec, EveryMessageTypeRoundTrips) {
                   false,
                   {},
                   SpGroup{"explorers/sp3", (4ull << 32) + 9, 1, 2, {5, 6}},
-                  250}},
+                  250,
+                  3}},
             12});
   round_trip(Commits{{Commit{1, 5, 77, Blob{"step 4"}}}});
   round_trip(Drain{"node-1", 30000});
@@ -66,7 +67,7 @@ TEST(Codec, EveryMessageTypeRoundTrips) {
   ClusterStatus st;
   st.boot = 3;
   st.nodes.push_back(NodeStatus{"n", "h", "spot", "alive", 2, 1, 99, 12, 4, -1, -1, -1, "10.0.0.2:4100"});
-  st.pools.push_back(PoolStatus{"p", "T", "any", 2, 1, 10, 3});
+  st.pools.push_back(PoolStatus{"p", "T", "any", 2, 1, 10, 3, {{2, 4}, {0, 6}}});
   st.actors.push_back(ActorStatus{1, "p", "n", "ready", 2, 3, 4});
   st.counters["calls"] = 10;
   st.groups.push_back(SpGroupStatus{"p", "p/sp1", (3ull << 32) + 1, {1, 2}, 7});

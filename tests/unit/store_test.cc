@@ -117,8 +117,8 @@ TEST_F(StoreTest, StateIsRebuiltFromJournal) {
   EXPECT_EQ(unpack<int>(st.tasks[(1ull << 40) | 3].result.data), 3);
   // Queued tasks are back in their mailbox in arrival order; the leased one
   // keeps its lease, for its node to report on (or for the head to re-queue).
-  std::deque<uint64_t> expect{(1ull << 40) | 4, (1ull << 40) | 5};
-  EXPECT_EQ(st.pools["counter"].queue, expect);
+  std::vector<uint64_t> expect{(1ull << 40) | 4, (1ull << 40) | 5};
+  EXPECT_EQ(st.pools["counter"].queue.ids(), expect);
   EXPECT_EQ(st.tasks[(1ull << 40) | 2].state, store::TaskState::kLeased);
   EXPECT_EQ(st.tasks[(1ull << 40) | 2].epoch, 11u);
   EXPECT_EQ(st.tasks[(1ull << 40) | 2].node, "n1");
@@ -157,7 +157,7 @@ TEST_F(StoreTest, CompactionReplacesTheJournal) {
   head::State st;
   st.recover(std::move(l));
   EXPECT_EQ(st.pools["p"].queue.size(), 40u);
-  EXPECT_EQ(st.pools["p"].queue.front(), 61u);
+  EXPECT_EQ(st.pools["p"].queue.ids().front(), 61u);
 }
 
 // The journal files beside the store (PATH.journal.N and their WALs).
@@ -405,7 +405,7 @@ TEST(TaskRecordLayout, ARowWithoutTheDeadlineLoadsWithNone) {
   msgpack::object_handle oh = msgpack::unpack(bytes.data(), bytes.size());
   msgpack::object o = oh.get();
   ASSERT_EQ(o.type, msgpack::type::ARRAY);
-  o.via.array.size -= 3;  // the layout before the deadline (and the parent after it)
+  o.via.array.size -= 4;  // the layout before the deadline (and the fields after it)
   const auto old = o.as<store::TaskRecord>();
   EXPECT_EQ(old.deadline_ms, 0);
   EXPECT_EQ(old.id, 7u);
@@ -424,7 +424,7 @@ TEST(TaskRecordLayout, ARowWithoutTheParentLoadsAsADriversCall) {
   const std::string bytes = pack(t);
   msgpack::object_handle oh = msgpack::unpack(bytes.data(), bytes.size());
   msgpack::object o = oh.get();
-  o.via.array.size -= 2;
+  o.via.array.size -= 3;  // the layout before the parent (and the priority after it)
   const auto old = o.as<store::TaskRecord>();
   EXPECT_EQ(old.parent, 0u);
   EXPECT_FALSE(old.received);
@@ -432,6 +432,67 @@ TEST(TaskRecordLayout, ARowWithoutTheParentLoadsAsADriversCall) {
   const auto now = unpack<store::TaskRecord>(bytes);
   EXPECT_EQ(now.parent, 99u);
   EXPECT_TRUE(now.received);
+}
+
+// Rows written before TaskRecord gained a priority load with priority 0.
+TEST(TaskRecordLayout, ARowWithoutThePriorityLoadsWithZero) {
+  store::TaskRecord t = task(7, 3, "p");
+  t.parent = 99;
+  t.priority = -4;
+  const std::string bytes = pack(t);
+  msgpack::object_handle oh = msgpack::unpack(bytes.data(), bytes.size());
+  msgpack::object o = oh.get();
+  o.via.array.size -= 1;
+  const auto old = o.as<store::TaskRecord>();
+  EXPECT_EQ(old.priority, 0);
+  EXPECT_EQ(old.parent, 99u);
+  EXPECT_EQ(unpack<store::TaskRecord>(bytes).priority, -4);
+}
+
+// A restarted head rebuilds each mailbox by priority, in arrival order within
+// a priority, from the journal and from the compacted tables alike; a call
+// whose lease was revoked keeps its place by arrival.
+TEST_F(StoreTest, MailboxesAreRebuiltByPriority) {
+  const std::vector<int32_t> priority{0, 2, 0, -1, 2, 0};  // of tasks 1..6
+  {
+    auto s = store::open_sqlite(path_);
+    s->open();
+    head::Journal j;
+    j.add(head::EventKind::kPool, store::PoolRecord{"p", "T", "any", 1, 1, 16});
+    for (uint64_t i = 1; i <= priority.size(); ++i) {
+      auto t = task(i, i, "p");
+      t.priority = priority[i - 1];
+      j.add(head::EventKind::kAccept, t);
+    }
+    j.add(head::EventKind::kLease, head::LeaseEvent{2, 1, 1, "n1"});
+    j.add(head::EventKind::kRequeue, head::RequeueEvent{2, false});
+    j.add(head::EventKind::kLease, head::LeaseEvent{1, 2, 1, "n1"});
+    s->append(j.bytes());
+  }
+  {
+    auto s = store::open_sqlite(path_);
+    head::State st;
+    st.recover(s->open());  // from the journal
+    EXPECT_EQ(st.pools["p"].queue.ids(), (std::vector<uint64_t>{2, 5, 3, 6, 4}));
+    EXPECT_EQ(st.tasks[1].state, store::TaskState::kLeased);
+    // Task 1's node is gone: it goes back to the front of priority 0.
+    head::Journal j;
+    const head::RequeueEvent back{1, false};
+    j.add(head::EventKind::kRequeue, back);
+    st.apply_requeue(back);
+    s->append(j.bytes());
+    s->compact(st.compaction());
+    s->finish_compaction();
+    head::Journal after;
+    after.add(head::EventKind::kAccept, task(7, 7, "p"));  // priority 0, last
+    s->append(after.bytes());
+  }
+  auto s = store::open_sqlite(path_);
+  head::State st;
+  st.recover(s->open());  // from the tables and one journal entry
+  EXPECT_EQ(st.pools["p"].queue.ids(), (std::vector<uint64_t>{2, 5, 1, 3, 6, 7, 4}));
+  EXPECT_EQ(st.pools["p"].queue.depths(),
+            (std::vector<std::pair<int32_t, uint64_t>>{{2, 2}, {0, 4}, {-1, 1}}));
 }
 
 // The calls a task makes stay after their results are received, until the

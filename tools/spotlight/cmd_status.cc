@@ -28,8 +28,14 @@ nlohmann::json to_json(const ClusterStatus& s) {
                           {"object_address", n.object_address}});
   }
   for (const auto& p : s.pools) {
-    j["pools"].push_back({{"name", p.name}, {"type", p.type}, {"market", p.market}, {"size", p.size},
-                          {"placed", p.placed}, {"queued", p.queued}, {"leased", p.leased}});
+    j["pools"].push_back({{"name", p.name},
+                          {"type", p.type},
+                          {"market", p.market},
+                          {"size", p.size},
+                          {"placed", p.placed},
+                          {"queued", p.queued},
+                          {"leased", p.leased},
+                          {"queued_by_priority", p.by_priority}});
   }
   for (const auto& a : s.actors) {
     j["actors"].push_back({{"id", a.id}, {"pool", a.pool}, {"node", a.node}, {"state", a.state},
@@ -56,11 +62,17 @@ void print_table(const ClusterStatus& s) {
   }
   std::cout << "\nPOOLS (mailboxes)\n"
             << std::setw(20) << "name" << std::setw(16) << "type" << std::setw(10) << "market"
-            << std::setw(10) << "members" << std::setw(10) << "queued" << "leased\n";
+            << std::setw(10) << "members" << std::setw(10) << "queued" << std::setw(10) << "leased"
+            << "queued by priority\n";
   for (const auto& p : s.pools) {
     std::cout << std::setw(20) << p.name << std::setw(16) << p.type << std::setw(10) << p.market
               << std::setw(10) << (std::to_string(p.placed) + "/" + std::to_string(p.size))
-              << std::setw(10) << p.queued << p.leased << "\n";
+              << std::setw(10) << p.queued << std::setw(10) << p.leased;
+    // Only where calls of more than the default priority wait: "3:40 0:12".
+    if (p.by_priority.size() > 1 || (p.by_priority.size() == 1 && p.by_priority[0].first != 0)) {
+      for (const auto& [priority, n] : p.by_priority) std::cout << priority << ":" << n << " ";
+    }
+    std::cout << "\n";
   }
   std::cout << "\nACTORS\n"
             << std::setw(6) << "id" << std::setw(20) << "pool" << std::setw(28) << "node"

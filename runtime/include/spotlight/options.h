@@ -39,6 +39,12 @@ struct CallOptions {
   // rollout for an iteration the trainer has left behind is not worth a GPU.
   // A run that started goes on to its end. 0: no deadline.
   std::chrono::milliseconds deadline{0};
+  // Calls of higher priority leave their mailbox first; equal priorities keep
+  // arrival order (a lone actor: per-caller FIFO). It orders waiting calls,
+  // and the calls an actor holds leased ahead (Placement::prefetch); it
+  // never stops a run that started. A pool's rollouts that an iteration
+  // needs can thus overtake speculative ones (seed exploration, say).
+  int32_t priority = 0;
 };
 
 struct ConnectOptions {
@@ -54,6 +60,9 @@ struct ConnectOptions {
   // for a head started with --insecure; empty: the process's key
   // (spotlight::use_cluster_key, else $SPOTLIGHT_CLUSTER_KEY, else none).
   std::string cluster_key;
+  // The most bytes Runtime::objects() keeps in this process (its puts, and
+  // the copies its gets made).
+  uint64_t object_store_mb = 2048;
 };
 
 // A head and N nodes started as child processes on loopback.

@@ -23,6 +23,7 @@
 #include "spotlight/codec.h"
 #include "spotlight/errors.h"
 #include "spotlight/future.h"
+#include "spotlight/objects.h"
 #include "spotlight/options.h"
 #include "spotlight/status.h"
 
@@ -148,6 +149,14 @@ class Runtime {
   // before (or answered it): from then on they survive this process, and
   // another one can fetch them. Throws ConnectionError after `timeout`.
   void wait_accepted(std::chrono::milliseconds timeout = std::chrono::seconds(30));
+
+  // The driver's object store (spotlight/objects.h), made on first use: a
+  // put here is served to the cluster's nodes from this process (actors get
+  // it with ctx.objects().get(id)), and a get copies an object an actor put,
+  // or waits for it. Copies live as long as this Runtime's connection: the
+  // head forgets them when it closes, or when the driver dies. Inside a task
+  // use ctx.objects(), the node's store (this throws RejectedError there).
+  ObjectStore& objects();
 
   ClusterStatus status();
   // Gives node `node_id` notice: it takes no new work, hands back what has not

@@ -3,10 +3,10 @@
 
 #include <cstdint>
 #include <map>
-#include <string>
-#include <vector>
-
 #include <msgpack.hpp>
+#include <string>
+#include <utility>
+#include <vector>
 
 namespace spotlight {
 
@@ -49,7 +49,10 @@ struct PoolStatus {
   int32_t placed = 0;
   uint64_t queued = 0;  // mailbox depth: accepted, not yet leased
   uint64_t leased = 0;
-  MSGPACK_DEFINE(name, type, market, size, placed, queued, leased)
+  // The queued calls per priority (CallOptions::priority), highest first;
+  // only priorities with calls waiting.
+  std::vector<std::pair<int32_t, uint64_t>> by_priority;
+  MSGPACK_DEFINE(name, type, market, size, placed, queued, leased, by_priority)
 };
 
 // A sequence-parallel group as the head formed it.

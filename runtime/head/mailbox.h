@@ -1,0 +1,83 @@
+// A pool's mailbox: the ids of its accepted, unleased calls, in the order the
+// head leases them. Higher priority first (CallOptions::priority); within a
+// priority, arrival order, except that a call re-queued after a lost or
+// handed-back lease goes back to the front of its priority.
+//
+// Nearly every call has priority 0, so that level is kept even when empty
+// (no allocation per call on the synchronous path); other levels exist only
+// while they hold calls, so a caller that uses a new priority per call
+// cannot make the head keep empty levels.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <utility>
+#include <vector>
+
+namespace spotlight::head {
+
+class Mailbox {
+ public:
+  void push_back(int32_t priority, uint64_t id) {
+    levels_[priority].push_back(id);
+    ++size_;
+  }
+  void push_front(int32_t priority, uint64_t id) {
+    levels_[priority].push_front(id);
+    ++size_;
+  }
+  // The next call to lease. Requires !empty().
+  uint64_t pop_front() {
+    auto it = first_nonempty();
+    const uint64_t id = it->second.front();
+    it->second.pop_front();
+    --size_;
+    if (it->second.empty() && it->first != 0) levels_.erase(it);
+    return id;
+  }
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  // Removes the ids for which `drop(id)` is true.
+  template <class Pred>
+  void erase_if(Pred drop) {
+    for (auto it = levels_.begin(); it != levels_.end();) {
+      size_ -= std::erase_if(it->second, drop);
+      if (it->second.empty() && it->first != 0) {
+        it = levels_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  // Every id, in lease order (status and tests).
+  std::vector<uint64_t> ids() const {
+    std::vector<uint64_t> out;
+    out.reserve(size_);
+    for (const auto& [_, level] : levels_) out.insert(out.end(), level.begin(), level.end());
+    return out;
+  }
+  // Calls waiting per priority, highest first.
+  std::vector<std::pair<int32_t, uint64_t>> depths() const {
+    std::vector<std::pair<int32_t, uint64_t>> out;
+    for (const auto& [p, level] : levels_) {
+      if (!level.empty()) out.emplace_back(p, level.size());
+    }
+    return out;
+  }
+
+ private:
+  using Levels = std::map<int32_t, std::deque<uint64_t>, std::greater<>>;
+  Levels::iterator first_nonempty() {
+    auto it = levels_.begin();
+    while (it->second.empty()) ++it;  // at most the kept level 0 is empty
+    return it;
+  }
+
+  Levels levels_;
+  size_t size_ = 0;
+};
+
+}  // namespace spotlight::head
