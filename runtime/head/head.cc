@@ -121,6 +121,7 @@ void Head::turn() {
   expire_kv_waiters();
   expire_object_waiters();
   expire_deadlines();
+  expire_results();
   place();
   form_groups();
   dispatch();
@@ -351,6 +352,8 @@ void Head::on_hello_client(const std::string& peer, const wire::HelloClient& h, 
   if (!c.peer.empty()) client_by_peer_.erase(c.peer);
   c.peer = peer;
   c.last_seen = now_;
+  c.gone_since.reset();
+  c.expired = false;
   client_by_peer_[peer] = h.client_id;
   wire::Welcome w{boot_, c.rec.num, static_cast<int32_t>(opt_.heartbeat.count()),
                   static_cast<int32_t>(opt_.liveness.count()), opt_.max_frame, {}};
@@ -412,7 +415,10 @@ void Head::queue_result(const Task& t) {
   auto cit = state_.client_by_num.find(t.caller);
   if (cit == state_.client_by_num.end()) return;
   const Client& c = state_.clients[cit->second];
-  if (c.peer.empty()) return;  // sent when the caller reconnects and asks again
+  if (c.peer.empty()) {  // sent when the caller reconnects and asks again
+    if (c.expired) expired_results_pending_ = true;  // or dropped at the next sweep
+    return;
+  }
   queue_to_caller(c.peer, wire::Result{t.id, t.ok, t.kind, t.error_type, t.result});
 }
 
@@ -614,7 +620,43 @@ std::string Head::not_held_message(uint64_t id) const {
            "committing it)";
   }
   return head + "it was accepted, and its result was received (by its caller or a client that " +
-         "fetched it), or it was refused";
+         "fetched it), or expired (its caller was gone for longer than head --result-ttl-s), or " +
+         "it was refused";
+}
+
+void Head::expire_results() {
+  if (opt_.result_ttl.count() <= 0 || now_ < next_result_sweep_) return;
+  // A quarter of the TTL late at most, and never a scan per turn.
+  next_result_sweep_ =
+      now_ + std::clamp<transport::Clock::duration>(
+                 opt_.result_ttl / 4, std::chrono::milliseconds(50), std::chrono::seconds(60));
+  bool due = expired_results_pending_;
+  expired_results_pending_ = false;
+  std::unordered_set<uint32_t> expired;
+  for (auto& [uuid, c] : state_.clients) {
+    if (!c.peer.empty()) continue;
+    if (!c.gone_since) c.gone_since = now_;  // gone since this boot, as far as this head knows
+    if (now_ - *c.gone_since < opt_.result_ttl) continue;
+    if (!c.expired) {
+      due = c.expired = true;
+      count("clients_expired");
+    }
+    expired.insert(c.rec.num);
+  }
+  // The whole table is scanned only when a client has just expired, or a
+  // result came for one since the last sweep.
+  if (!due || expired.empty()) return;
+  std::vector<uint64_t> ids;
+  for (const auto& [id, t] : state_.tasks) {
+    // A task's calls go with their parent (State::apply_forget), not with a connection.
+    if (t.state == TaskState::kDone && t.parent == 0 && expired.count(t.caller)) ids.push_back(id);
+  }
+  if (ids.empty()) return;
+  record(EventKind::kForget, ids);
+  state_.apply_forget(ids);
+  count("results_expired", ids.size());
+  spdlog::info("{} stored results expired: their callers have been gone for over {} s", ids.size(),
+               std::chrono::duration_cast<std::chrono::seconds>(opt_.result_ttl).count());
 }
 
 void Head::time_out(Task& t) {
@@ -1113,6 +1155,7 @@ bool Head::check_liveness() {
     if (!c.peer.empty() && now_ - c.last_seen > opt_.liveness * 3) {
       client_by_peer_.erase(c.peer);
       c.peer.clear();
+      c.gone_since = now_;
       // Its process is gone, or cut off: its object copies cannot be served
       // (a driver that comes back announces them again).
       drop_objects_of(wire::kDriverHolderPrefix + uuid);

@@ -45,6 +45,10 @@ struct HeadOptions {
   // CURVE: anyone who reaches the port), or empty: the key kept beside the
   // store in STORE.key, made there on first start. A key given is kept there too.
   std::string cluster_key;
+  // Results nobody receives: those of a client gone this long (its process
+  // died, or it closed before they came) are dropped, unless another client
+  // fetched them first (Runtime::fetch). 0: kept until fetched.
+  std::chrono::milliseconds result_ttl{std::chrono::hours(24)};
 };
 
 class Head {
@@ -112,6 +116,8 @@ class Head {
   void time_out(Task& t);
   // Times out the queued calls whose deadline passed and takes them out of their mailboxes.
   void expire_deadlines();
+  // Drops the stored results of clients gone for longer than result_ttl.
+  void expire_results();
   void on_done(Node& n, wire::Done& d);
   void on_commits(Node& n, const wire::Commits& c);
   void on_drain(const std::string& peer, Node* from_node, const wire::Drain& d, uint64_t rid);
@@ -194,6 +200,9 @@ class Head {
   zmq::socket_t router_;
   std::unique_ptr<transport::HandshakeMonitor> handshakes_;  // refused peers, counted and logged
   transport::Clock::time_point next_handshake_check_;
+  transport::Clock::time_point next_result_sweep_;
+  // A result was stored for an expired client since the last sweep.
+  bool expired_results_pending_ = false;
   int port_ = 0;
   uint64_t boot_ = 0;
   State state_;

@@ -174,6 +174,11 @@ struct Client {
   std::string peer;  // empty while not connected in this boot
   std::string node;  // a node's connection for its tasks' calls: that node's id (from its hello)
   transport::Clock::time_point last_seen;
+  // Since when it has been gone (peer empty; set by the first sweep after a
+  // restart), and whether that is past the head's result_ttl: its stored
+  // results then expire (Head::expire_results). Not durable.
+  std::optional<transport::Clock::time_point> gone_since;
+  bool expired = false;
 };
 
 // What the head knows. apply_* are the only mutators of durable fields.

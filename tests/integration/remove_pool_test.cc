@@ -28,6 +28,12 @@ TEST(RemovePool, ItsCallsFailItsSlotsAreFreedAndItsNameIsGone) {
   auto rt = cluster.connect();
   auto gates = rt.pool<Gate>("gates", on_market("any").members(2));
   testing::TempDir dir("remove");
+  // Both members placed first: calls made while only one is ready would all
+  // be leased to it (prefetch), and only one would run.
+  ASSERT_TRUE(wait_for_status(cluster.address(), [](const ClusterStatus& s) {
+    const PoolStatus* p = find_pool(s, "gates");
+    return p && p->placed == 2;
+  }));
   std::vector<Future<int64_t>> calls;
   for (int64_t i = 0; i < 6; ++i) calls.push_back(gates.call(&Gate::enter_and_pass, dir.path(), i));
   // Two run (each committed once, and is held at the gate), four wait on the node.

@@ -23,6 +23,7 @@ void add_head(CLI::App& app) {
   auto hb = std::make_shared<int>(250), live = std::make_shared<int>(850);
   auto max_mib = std::make_shared<double>(64);
   auto compact_mib = std::make_shared<double>(64);
+  auto result_ttl_s = std::make_shared<double>(86400);
   CLI::App* cmd = app.add_subcommand("head", "Run the head node (the cluster's truth)");
   cmd->add_option("--port", opt->port, "Port to listen on (0: pick a free one)")
       ->check(CLI::Range(0, 65535));
@@ -43,6 +44,10 @@ void add_head(CLI::App& app) {
                   "Journal written between compactions into the store's tables")
       ->check(CLI::Range(0.01, 65536.0));
   cmd->add_option("--port-file", opt->port_file, "Write the bound port to this file");
+  cmd->add_option(
+         "--result-ttl-s", *result_ttl_s,
+         "Drop the stored results of a driver gone this long, unless fetched (0: keep them)")
+      ->check(CLI::Range(0.0, 1e9));
   cmd->add_option("--max-mailbox", opt->max_mailbox, "Calls one mailbox may hold waiting")
       ->check(CLI::Range(size_t{1}, size_t{1} << 40));
   cmd->add_option(
@@ -67,6 +72,7 @@ void add_head(CLI::App& app) {
     o.liveness = std::chrono::milliseconds(*live);
     o.max_frame = static_cast<size_t>(*max_mib * (1 << 20));
     o.compact_bytes = static_cast<size_t>(*compact_mib * (1 << 20));
+    o.result_ttl = std::chrono::milliseconds(static_cast<int64_t>(*result_ttl_s * 1000));
     {
     head::Head h(o);
     g_head = &h;

@@ -1,0 +1,95 @@
+// head --result-ttl-s: the stored results of a driver that is gone (it died,
+// or closed before they came) are dropped once it has been gone that long,
+// durably; a result another client fetched first is kept; a later fetch of
+// an expired one says so.
+#include <gtest/gtest.h>
+
+#include "support/cluster.h"
+#include "support/test_actors.h"
+
+namespace spotlight {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::cluster_options;
+using testing::counter;
+using testing::wait_for_status;
+using testing_actors::Worker;
+
+constexpr const char* kPool = "expiry-workers";
+
+TEST(ResultExpiry, AGoneDriversResultsExpireUnlessFetchedAndStayGone) {
+  ClusterOptions o = cluster_options(0);  // no node yet: the calls wait until their driver is gone
+  // The driver counts as gone 3 x 200 ms after its last word; its results go 1 s later.
+  o.head_args = {"--liveness-ms", "200", "--result-ttl-s", "1"};
+  LocalCluster cluster(o);
+  auto rt = cluster.connect();
+  rt.pool<Worker>(kPool, on_market("any").members(2));
+  std::vector<uint64_t> ids;
+  {
+    auto gone = cluster.connect();
+    auto workers = gone.actor<Worker>(kPool);
+    for (int64_t i = 0; i < 5; ++i) ids.push_back(workers.call(&Worker::twice, i).task_id());
+    gone.wait_accepted();
+  }  // closed with every call in flight
+  // Before the TTL, another client may still take one over.
+  auto kept = rt.fetch<int64_t>(ids[0]);
+  // The calls run only once their caller has expired: their results are
+  // dropped as they come.
+  ASSERT_TRUE(wait_for_status(cluster.address(), [](const ClusterStatus& s) {
+    return counter(s, "clients_expired") == 1;
+  }));
+  cluster.add_node(2, "reserved");
+  EXPECT_EQ(kept.get(30s), 0);
+  ASSERT_TRUE(wait_for_status(cluster.address(), [](const ClusterStatus& s) {
+    return counter(s, "results_expired") == 4 && s.tasks_live == 0;
+  })) << "the four results nobody fetched were not dropped";
+  auto expect_expired = [&](uint64_t id) {
+    try {
+      rt.fetch<int64_t>(id).get(30s);
+      ADD_FAILURE() << "an expired result was still held";
+    } catch (const RejectedError& e) {
+      EXPECT_NE(std::string(e.what()).find("expired"), std::string::npos) << e.what();
+    }
+  };
+  expect_expired(ids[1]);
+
+  // The drop was journaled: a restarted head does not bring them back.
+  cluster.kill_head(SIGKILL);
+  cluster.start_head();
+  auto after = cluster.connect();
+  EXPECT_EQ(after.status().tasks_live, 0u);
+  try {
+    after.fetch<int64_t>(ids[2]).get(30s);
+    ADD_FAILURE() << "an expired result came back after a restart";
+  } catch (const RejectedError&) {
+  }
+}
+
+// A TTL of 0 keeps results until they are fetched, however long their caller is gone.
+TEST(ResultExpiry, ATtlOfZeroKeepsThem) {
+  ClusterOptions o = cluster_options(0);
+  o.head_args = {"--liveness-ms", "200", "--result-ttl-s", "0"};
+  LocalCluster cluster(o);
+  auto rt = cluster.connect();
+  rt.pool<Worker>(kPool, on_market("any"));
+  uint64_t id = 0;
+  {
+    auto gone = cluster.connect();
+    id = gone.actor<Worker>(kPool).call(&Worker::who).task_id();
+    gone.wait_accepted();
+  }
+  cluster.add_node(1, "reserved");
+  // Gone for 3 x 200 ms, and then for five times as long again.
+  ASSERT_TRUE(
+      wait_for_status(cluster.address(), [](const ClusterStatus& s) { return s.tasks_live == 1; }));
+  const auto until = std::chrono::steady_clock::now() + 3s;
+  EXPECT_FALSE(wait_for_status(
+      cluster.address(), [](const ClusterStatus& s) { return s.tasks_live == 0; },
+      std::chrono::duration_cast<std::chrono::milliseconds>(until -
+                                                            std::chrono::steady_clock::now())));
+  EXPECT_FALSE(rt.fetch<std::string>(id).get(30s).empty());
+}
+
+}  // namespace
+}  // namespace spotlight
