@@ -66,8 +66,10 @@ void Client::check_handshakes(transport::Clock::time_point now) {
 }
 
 Client::~Client() {
-  objects_ptr_ = nullptr;
-  objects_.reset();  // takes this driver's copies out of the head's directory
+  {
+    std::lock_guard<std::mutex> l(objects_mu_);
+    objects_.reset();  // takes this driver's copies out of the head's directory
+  }
   stop_ = true;
   room_.notify_all();
   waker_.notify();
@@ -357,8 +359,10 @@ void Client::on_frame(zmq::message_t& m) {
         max_frame_ = w.max_frame;
         welcomed_ = true;
       }
-      // Either way the head has forgotten this driver's objects.
-      if (auto* store = objects_ptr_.load(); anew && store) store->announce_all();
+      if (anew) {  // either way the head has forgotten this driver's objects
+        std::lock_guard<std::mutex> l(objects_mu_);
+        if (objects_) objects_->announce_all();
+      }
       if (again) break;
       boot_ = w.boot;
       resend_everything();  // whatever the head may not have: it drops duplicates by task id
@@ -588,7 +592,6 @@ ObjectStore& detail::Client::objects() {
     o.key = transport::resolve_key(opt_.cluster_key);
     o.forget_on_close = true;
     objects_ = std::make_unique<objects::NodeObjectStore>(std::move(o));
-    objects_ptr_ = objects_.get();
   }
   return *objects_;
 }

@@ -126,11 +126,10 @@ class Client final : public Waiter, public std::enable_shared_from_this<Client> 
   transport::Clock::time_point last_heard_, last_sent_, last_hello_;
   std::atomic<bool> stop_{false};
   std::atomic<long> waiting_{0};  // threads in wait()
-  // Runtime::objects(): made once under objects_mu_; the I/O thread reads
-  // the pointer to announce its copies to a head that welcomes it anew.
+  // Runtime::objects(), made on first use; whoever handles a Welcome (a head
+  // that welcomes this client anew) announces its copies under the same lock.
   std::mutex objects_mu_;
   std::unique_ptr<objects::NodeObjectStore> objects_;
-  std::atomic<objects::NodeObjectStore*> objects_ptr_{nullptr};
   std::thread io_;
 };
 
