@@ -406,6 +406,7 @@ void Client::on_frame(zmq::message_t& m) {
       break;
     }
     case MsgType::kStatus:
+    case MsgType::kCancelReply:
     case MsgType::kOk:
       resolve_control(true, std::string(static_cast<const char*>(m.data()), m.size()));
       break;
@@ -576,6 +577,24 @@ void Runtime::create_pool(const std::string& name, const std::string& type, cons
 void Runtime::remove_pool(const std::string& name) {
   client_->request(wire::MsgType::kRemovePool, pack(wire::RemovePool{name}),
                    std::chrono::seconds(30));
+}
+
+std::vector<CancelOutcome> Runtime::cancel(const std::vector<uint64_t>& task_ids, bool children) {
+  if (task_ids.empty()) return {};
+  // After the calls submitted before it: a call cancelled at once must have
+  // reached the head first, or the head would not know it yet.
+  std::string frame =
+      client_->request(wire::MsgType::kCancel, pack(wire::Cancel{task_ids, children}),
+                       std::chrono::seconds(30), true);
+  auto reply = wire::decode(frame).body<wire::CancelReply>();
+  if (reply.outcomes.size() != task_ids.size()) {
+    throw ConnectionError("the head answered a cancel of " + std::to_string(task_ids.size()) +
+                          " calls with " + std::to_string(reply.outcomes.size()) + " outcomes");
+  }
+  std::vector<CancelOutcome> out;
+  out.reserve(task_ids.size());
+  for (int32_t o : reply.outcomes) out.push_back(static_cast<CancelOutcome>(o));
+  return out;
 }
 
 ObjectStore& detail::Client::objects() {

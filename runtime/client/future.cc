@@ -15,6 +15,20 @@ const char* to_string(ErrorKind kind) {
     case ErrorKind::kTimedOut: return "timed_out";
     case ErrorKind::kFailed: return "failed";
     case ErrorKind::kConnection: return "connection";
+    case ErrorKind::kCancelled:
+      return "cancelled";
+  }
+  return "unknown";
+}
+
+const char* to_string(CancelOutcome o) {
+  switch (o) {
+    case CancelOutcome::kCancelled:
+      return "cancelled";
+    case CancelOutcome::kFinished:
+      return "finished";
+    case CancelOutcome::kNotHeld:
+      return "not_held";
   }
   return "unknown";
 }
@@ -27,6 +41,8 @@ void throw_error(ErrorKind kind, const std::string& type, const std::string& mes
     case ErrorKind::kCrashed: throw CrashedError(message);
     case ErrorKind::kTimedOut: throw TimeoutError(message);
     case ErrorKind::kConnection: throw ConnectionError(message);
+    case ErrorKind::kCancelled:
+      throw CancelledError(message);
     case ErrorKind::kFailed: break;
   }
   throw FailedError(message);

@@ -229,6 +229,9 @@ void Head::handle(transport::RoutedMessage& m) {
       case MsgType::kFetch:
         if (require(client)) on_fetch(*client, env.body<wire::Fetch>());
         break;
+      case MsgType::kCancel:
+        if (require(client)) on_cancel(peer, env.body<wire::Cancel>(), rid);
+        break;
       case MsgType::kSync:
         // Answered after this turn's commit, which covers the calls sent before
         // it, and after this turn's results, among them refusals of those calls.
@@ -832,6 +835,20 @@ std::vector<uint64_t> Head::adopt(Node& n, const wire::HelloNode& hello) {
   }
   requeue_front(orphans, false);
   count("tasks_requeued", orphans.size());
+  // Tasks it holds that are no longer its leases here (finished meanwhile,
+  // cancelled by a head that died before telling it, or re-queued above): it
+  // drops or stops them, after the Welcome. Their results would be stale.
+  wire::Cancel stale;
+  for (uint64_t id : hello.held) {
+    auto it = state_.tasks.find(id);
+    if (it == state_.tasks.end() || it->second.state != TaskState::kLeased ||
+        it->second.node != n.id)
+      stale.ids.push_back(id);
+  }
+  if (!stale.ids.empty()) {
+    count("stale_tasks_cancelled_on_nodes", stale.ids.size());
+    to_callers_[n.peer].frames.push_back(wire::encode(stale));
+  }
   return adopted;
 }
 

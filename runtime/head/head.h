@@ -12,6 +12,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <unordered_set>
 
 #include "head/state.h"
 #include "spotlight/errors.h"
@@ -111,6 +112,19 @@ class Head {
     return "call " + std::to_string(id) +
            " was fetched by another client, which receives its result";
   }
+  // Cancelling calls (cancel.cc): what one Cancel request changes besides
+  // the tasks themselves.
+  struct Cancelling {
+    std::map<std::string, std::unordered_set<uint64_t>> dequeued;  // by mailbox
+    // By a node's routing id: the tasks it must drop or stop.
+    std::map<std::string, wire::Cancel> nodes;
+  };
+  void on_cancel(const std::string& peer, const wire::Cancel& x, uint64_t rid);
+  // Finishes `t` (and, with `children`, the open calls its runs made) as
+  // kCancelled, durably, saying `why`.
+  void cancel_task(Task& t, bool children, const std::string& why, Cancelling& c);
+  // Ends a cancelled task's lease and lists the nodes that run it.
+  void stop_leased(Task& t, Cancelling& c);
   void on_placed(Node& n, const wire::Placed& p);
   // Fails a call whose run could not start before its deadline (kTimedOut).
   void time_out(Task& t);

@@ -85,14 +85,18 @@ namespace {
 // The node's side of a running task's TaskContext.
 class RunningTask final : public detail::TaskHost {
  public:
-  RunningTask(const wire::Task& t, Outgoing& out, const TaskServices& services)
-      : t_(t), out_(out), services_(services) {}
+  RunningTask(const wire::Task& t, Outgoing& out, const TaskServices& services,
+              const std::atomic<bool>& cancelled)
+      : t_(t), out_(out), services_(services), cancelled_(cancelled) {}
   void commit(std::string state) override {
     // In an SP group every member runs the same steps; rank 0 speaks for them.
     if (t_.group.size > 0 && t_.group.rank != 0) return;
     out_.commit(wire::Commit{t_.id, t_.actor_id, t_.epoch, Blob{std::move(state)}});
   }
-  bool should_yield() const override { return services_.draining.load(std::memory_order_relaxed); }
+  bool should_yield() const override {
+    return services_.draining.load(std::memory_order_relaxed) || cancelled();
+  }
+  bool cancelled() const override { return cancelled_.load(std::memory_order_relaxed); }
   uint64_t actor_id() const override { return t_.actor_id; }
   const SpGroup& group() const override { return t_.group; }
   const std::string& head_address() const override { return services_.head_address; }
@@ -103,6 +107,7 @@ class RunningTask final : public detail::TaskHost {
   const wire::Task& t_;
   Outgoing& out_;
   const TaskServices& services_;
+  const std::atomic<bool>& cancelled_;
 };
 }  // namespace
 
@@ -144,6 +149,12 @@ void ActorHost::hand_back_queued() {
   for (const auto& t : queued) {
     out_.done(failure(t, ErrorKind::kPreempted, "preempted", "handed back unstarted: the node is draining"));
   }
+}
+
+void ActorHost::cancel(const std::unordered_set<uint64_t>& ids) {
+  std::lock_guard<std::mutex> l(mu_);
+  if (busy_ && ids.count(running_id_)) cancelled_.store(true, std::memory_order_relaxed);
+  std::erase_if(queue_, [&](const wire::Task& t) { return ids.count(t.id) > 0; });
 }
 
 void ActorHost::held(std::vector<uint64_t>& out) {
@@ -191,7 +202,7 @@ wire::Completion ActorHost::run(wire::Task& t) {
     return failure(t, ErrorKind::kRejected, "rejected",
                    type_.name + " has no method '" + t.method + "'");
   }
-  RunningTask host(t, out_, services_);
+  RunningTask host(t, out_, services_, cancelled_);
   TaskContext ctx(host, t.id, t.attempt, t.resumed ? &t.resume.data : nullptr);
   try {
     std::string out = it->second(instance_.get(), t.args.data, &ctx);
@@ -248,6 +259,7 @@ void ActorHost::loop() {
     queue_.pop_front();
     busy_ = true;
     running_id_ = t.id;
+    cancelled_.store(false, std::memory_order_relaxed);
     l.unlock();
     wire::Completion c = run(t);
     l.lock();

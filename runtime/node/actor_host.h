@@ -9,6 +9,7 @@
 #include <mutex>
 #include <optional>
 #include <thread>
+#include <unordered_set>
 #include <vector>
 
 #include "node/task_caller.h"
@@ -85,6 +86,9 @@ class ActorHost {
   void push(wire::Task t);
   // Gives back every task not yet started (the node has notice).
   void hand_back_queued();
+  // The head cancelled these tasks: those queued are dropped (the head has
+  // finished them), a running one sees TaskContext::cancelled().
+  void cancel(const std::unordered_set<uint64_t>& ids);
   // No task running or waiting.
   bool idle();
   // Ids of the tasks it runs or holds queued.
@@ -102,6 +106,8 @@ class ActorHost {
   const TaskServices& services_;  // the node's
   bool busy_ = false;  // a task is running (guarded by mu_)
   uint64_t running_id_ = 0;
+  // The running task was cancelled; cleared (under mu_) when the next starts.
+  std::atomic<bool> cancelled_{false};
   std::optional<std::string> restore_;
   std::shared_ptr<void> instance_;
   std::mutex mu_;

@@ -213,6 +213,14 @@ void Node::handle(zmq::message_t& m) {
           on_tasks(tasks);
         }
         break;
+      case MsgType::kCancel:
+        if (welcomed_) {
+          auto c = env.body<wire::Cancel>();
+          const std::unordered_set<uint64_t> ids(c.ids.begin(), c.ids.end());
+          for (auto& [id, host] : hosts_) host->cancel(ids);
+          spdlog::debug("node {}: {} tasks cancelled", opt_.node_id, ids.size());
+        }
+        break;
       case MsgType::kDrain:
         if (welcomed_) begin_drain(std::chrono::milliseconds(env.body<wire::Drain>().deadline_ms), false);
         break;

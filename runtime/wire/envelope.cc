@@ -21,6 +21,10 @@ const char* to_string(MsgType t) {
       return "Fetch";
     case MsgType::kSync:
       return "Sync";
+    case MsgType::kCancel:
+      return "Cancel";
+    case MsgType::kCancelReply:
+      return "CancelReply";
     case MsgType::kPlace: return "Place";
     case MsgType::kPlaced: return "Placed";
     case MsgType::kTasks: return "Tasks";

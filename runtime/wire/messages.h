@@ -21,8 +21,9 @@ namespace spotlight::wire {
 // 5: calls made by running tasks (Call.parent, Call.child_key, ids from child_ids.h,
 //    HelloClient.node_id);
 // 6: RemovePool (client -> head) and Unplace (head -> node);
-// 7: call priorities (Call.priority, Task.priority, PoolStatus.by_priority).
-inline constexpr uint16_t kProtocolVersion = 7;
+// 7: call priorities (Call.priority, Task.priority, PoolStatus.by_priority);
+// 8: Cancel (client -> head, head -> node) and CancelReply.
+inline constexpr uint16_t kProtocolVersion = 8;
 
 enum class MsgType : uint16_t {
   kError = 1,
@@ -37,8 +38,10 @@ enum class MsgType : uint16_t {
   kAccepted = 21,
   kResults = 22,
   kAckResults = 23,
-  kFetch = 24,  // client -> head: send me the results of these calls (answered with Results)
-  kSync = 25,   // client -> head: answered Ok once every call sent before it is committed
+  kFetch = 24,   // client -> head: send me the results of these calls (answered with Results)
+  kSync = 25,    // client -> head: answered Ok once every call sent before it is committed
+  kCancel = 26,  // client -> head (answered CancelReply); head -> node: stop these tasks
+  kCancelReply = 27,
   kPlace = 30,
   kPlaced = 31,
   kTasks = 32,
@@ -213,6 +216,21 @@ struct AckResults {
 struct Fetch {
   std::vector<uint64_t> ids;
   MSGPACK_DEFINE(ids)
+};
+
+// Client -> head: cancel these calls (Runtime::cancel). Head -> node: these
+// leased tasks were cancelled; drop them, or tell them if they run
+// (TaskContext::cancelled()); `children` is unused there.
+struct Cancel {
+  std::vector<uint64_t> ids;
+  bool children = true;  // also cancel the unfinished calls their runs made
+  MSGPACK_DEFINE(ids, children)
+};
+
+// The outcome of each id of a Cancel, in order (spotlight::CancelOutcome).
+struct CancelReply {
+  std::vector<int32_t> outcomes;
+  MSGPACK_DEFINE(outcomes)
 };
 
 struct Place {
@@ -403,6 +421,8 @@ SPOTLIGHT_WIRE_TYPE_(Accepted, kAccepted)
 SPOTLIGHT_WIRE_TYPE_(Results, kResults)
 SPOTLIGHT_WIRE_TYPE_(AckResults, kAckResults)
 SPOTLIGHT_WIRE_TYPE_(Fetch, kFetch)
+SPOTLIGHT_WIRE_TYPE_(Cancel, kCancel)
+SPOTLIGHT_WIRE_TYPE_(CancelReply, kCancelReply)
 SPOTLIGHT_WIRE_TYPE_(Place, kPlace)
 SPOTLIGHT_WIRE_TYPE_(Placed, kPlaced)
 SPOTLIGHT_WIRE_TYPE_(Tasks, kTasks)

@@ -76,6 +76,24 @@ TEST(HeadProtocol, AWaitingCallIsAnnouncedAsAccepted) {
   EXPECT_EQ(pool->queued, 1u);
 }
 
+// A node that says hello holding tasks the head does not lease to it (they
+// finished, or were cancelled by a head that died before telling the node)
+// is told to drop them, after its welcome.
+TEST(HeadProtocol, ANodeIsToldToDropTasksThatAreNoLongerItsLeases) {
+  LocalCluster cluster(cluster_options(0));
+  RawPeer node(cluster.address());
+  node.send(
+      wire::encode(wire::HelloNode{"raw-node", "h", 1, "spot", 1, {}, 7, {}, {123, 456}, ""}));
+  auto welcome = node.reply();
+  ASSERT_TRUE(welcome.has_value());
+  ASSERT_EQ(welcome->type, wire::MsgType::kWelcome);
+  auto cancel = node.reply();
+  ASSERT_TRUE(cancel.has_value());
+  ASSERT_EQ(cancel->type, wire::MsgType::kCancel);
+  EXPECT_EQ(cancel->body<wire::Cancel>().ids, (std::vector<uint64_t>{123, 456}));
+  EXPECT_EQ(testing::counter(cluster.connect().status(), "stale_tasks_cancelled_on_nodes"), 2u);
+}
+
 // Ids a client may not use: another client's, and a task's call whose id
 // does not derive from its parent, key and contents. A well-formed task's
 // call from a driver's connection is refused too (task 77 runs nowhere).
@@ -115,6 +133,26 @@ TEST(BadInput, ForgedCallIdsAreRefused) {
 }
 
 // The object directory in the head, and a node's object server.
+TEST(BadInput, CancelRequestsAreRefusedClearly) {
+  LocalCluster cluster(cluster_options(0));
+  RawPeer peer(cluster.address());
+  using wire::ErrorCode;
+  EXPECT_EQ(peer.error_for(wire::encode(wire::Cancel{{1}, true}, 1)), ErrorCode::kUnknownPeer);
+  peer.hello_client("cancel-raw");
+  EXPECT_EQ(peer.error_for(wire::encode_raw(wire::MsgType::kCancel, 2, pack(std::string("x")))),
+            ErrorCode::kMalformed);
+  wire::Cancel many{std::vector<uint64_t>((size_t{1} << 20) + 1, 7), true};
+  EXPECT_EQ(peer.error_for(wire::encode(many, 3)), ErrorCode::kBadRequest);
+  // Still serving it: an id nobody made is answered as not held.
+  peer.send(wire::encode(wire::Cancel{{42}, true}, 4));
+  auto r = peer.reply();
+  ASSERT_TRUE(r.has_value());
+  ASSERT_EQ(r->type, wire::MsgType::kCancelReply);
+  EXPECT_EQ(r->request_id, 4u);
+  EXPECT_EQ(r->body<wire::CancelReply>().outcomes,
+            std::vector<int32_t>{static_cast<int32_t>(CancelOutcome::kNotHeld)});
+}
+
 TEST(BadInput, ObjectRequestsAreRefusedClearly) {
   LocalCluster cluster(cluster_options(1));
   RawPeer head(cluster.address());

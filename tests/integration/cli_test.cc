@@ -53,6 +53,12 @@ TEST(Cli, StatusHelloAndStop) {
   for (const auto& p : j["pools"]) found |= p["name"] == "squares" && p["size"] == 3;
   EXPECT_TRUE(found) << js.out;
 
+  // An id no client made: the head says it does not hold it.
+  CmdResult cancel =
+      run(kBin + " cancel 4398046511104001" + key + " --address " + cluster.address());
+  EXPECT_EQ(cancel.code, 0) << cancel.out;
+  EXPECT_NE(cancel.out.find("4398046511104001 not_held"), std::string::npos) << cancel.out;
+
   CmdResult stop = run(kBin + " stop" + key + " --address " + cluster.address());
   EXPECT_EQ(stop.code, 0) << stop.out;
   // The head is gone: status now fails with a clear message.
@@ -81,6 +87,8 @@ TEST(Cli, BadArgumentsAreRefusedClearly) {
       {"status --key " + std::string(64, 'x'), "64 hex digits"},
       {"head --port 0 --key 0", "64 hex digits"},
       {"frobnicate", "frobnicate"},
+      {"cancel", "ids"},
+      {"cancel 12x", "12x"},
   };
   for (const auto& c : cases) {
     CmdResult r = run(kBin + " " + c.args);

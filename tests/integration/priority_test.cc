@@ -21,18 +21,9 @@ using testing::cluster_options;
 using testing::find_pool;
 using testing::wait_for_status;
 using testing_actors::Gate;
+using testing_actors::gate_runs;
+using testing_actors::open_gate;
 using testing_actors::Worker;
-
-std::vector<int64_t> runs_in(const std::string& dir) {
-  std::ifstream in(dir + "/runs");
-  std::vector<int64_t> keys;
-  for (int64_t k; in >> k;) keys.push_back(k);
-  return keys;
-}
-
-void open_gate(const std::string& dir) {
-  std::ofstream(dir + "/open").put('\n');
-}
 
 TEST(Priority, OrdersTheMailboxAcrossAHeadRestart) {
   testing::TempDir dir("priority");
@@ -68,7 +59,7 @@ TEST(Priority, OrdersTheMailboxAcrossAHeadRestart) {
 
   std::vector<int64_t> order;
   for (const auto& level : expect) order.insert(order.end(), level.begin(), level.end());
-  EXPECT_EQ(runs_in(dir.path()), order);
+  EXPECT_EQ(gate_runs(dir.path()), order);
 }
 
 TEST(Priority, OvertakesCallsLeasedAheadOnTheNode) {
@@ -97,7 +88,7 @@ TEST(Priority, OvertakesCallsLeasedAheadOnTheNode) {
   EXPECT_EQ(probe.call(&Worker::twice, int64_t{21}).get(60s), 42);
   open_gate(dir.path());
   for (auto& f : calls) f.get(60s);
-  EXPECT_EQ(runs_in(dir.path()), (std::vector<int64_t>{0, 10, 11, 12, 1, 2, 3, 4, 5}));
+  EXPECT_EQ(gate_runs(dir.path()), (std::vector<int64_t>{0, 10, 11, 12, 1, 2, 3, 4, 5}));
 }
 
 }  // namespace

@@ -176,6 +176,29 @@ void drain_member_mid_call(int victim_rank) {
 }
 
 TEST(SpGroups, DrainOfRankOnesNodeYieldsTheGroupAndLosesNoStep) { drain_member_mid_call(1); }
+
+// Runtime::cancel of a call a group runs: both members see it through
+// should_yield (SpMember agrees on it), stop at the same step, and the group
+// re-forms with a new epoch before it takes the next call.
+TEST(SpGroups, ACancelledCallStopsTheGroupWhichReforms) {
+  BusyGroup b;
+  auto& [cluster, rt, f, before, group] = b;
+  EXPECT_EQ(rt.cancel(f), CancelOutcome::kCancelled);
+  EXPECT_THROW(f.get(std::chrono::seconds(60)), CancelledError);
+  auto pool = rt.actor<SpSummer>("sp");
+  SpReport r = pool.call(&SpSummer::run, int64_t{3}, int64_t{1}).get(std::chrono::seconds(60));
+  EXPECT_EQ(r.total, sp_expected_total(3, 2));
+  EXPECT_FALSE(r.resumed) << "a new call, not the cancelled one";
+  EXPECT_GT(r.epoch, group.epoch) << "a new formation";
+  ClusterStatus after = rt.status();
+  // The new group has a member of the old one, which ended the cancelled run
+  // first. The run stopped within a step of the cancel: the commits it made
+  // after it (stale) are few, where going on would have made some 25.
+  EXPECT_LE(counter(after, "stale_commits"), 3u);
+  EXPECT_EQ(counter(after, "tasks_cancelled_leased"), 1u);
+  EXPECT_GE(counter(after, "sp_groups_broken"), 1u);
+  EXPECT_EQ(counter(after, "nodes_lost"), 0u);
+}
 TEST(SpGroups, DrainOfRankZerosNodeYieldsTheGroupAndLosesNoStep) { drain_member_mid_call(0); }
 
 // The head is killed with SIGKILL while a group runs a call, and restarted

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <fstream>
 #include <stdexcept>
 #include <thread>
 
@@ -28,6 +29,27 @@ std::string Worker::who() {
 int64_t Worker::fail(std::string message) { throw std::invalid_argument(message); }
 
 int64_t Ledger::pid() const { return getpid(); }
+
+int64_t Spinner::until_cancelled(spotlight::TaskContext& ctx, std::string dir, int64_t key) {
+  ++counts_.runs;
+  std::ofstream(dir + "/" + std::to_string(key) + ".id") << ctx.task_id() << "\n";
+  ctx.commit("started");
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  // The flag is set by the node's loop when the head's Cancel comes: polled,
+  // as a long task polls it between its steps.
+  while (!ctx.cancelled()) {
+    if (std::chrono::steady_clock::now() > deadline)
+      throw std::runtime_error("the call was never cancelled");
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ++counts_.seen;
+  return key;
+}
+
+int64_t Spinner::wait_on(spotlight::TaskContext& ctx, std::string spinners, std::string dir,
+                         int64_t key) {
+  return ctx.runtime().actor<Spinner>(spinners).call(&Spinner::until_cancelled, dir, key).get();
+}
 
 int64_t Gate::pass(std::string dir, int64_t key) {
   const std::string open_path = dir + "/open";
@@ -145,5 +167,6 @@ SPOTLIGHT_ACTOR(testing_actors::Stepper, run)
 SPOTLIGHT_ACTOR(testing_actors::Gate, pass, enter_and_pass)
 SPOTLIGHT_ACTOR(testing_actors::Fanout, twice_all, record_then_pass, spawn_and_ask)
 SPOTLIGHT_ACTOR(testing_actors::Ledger, add, total, pid)
+SPOTLIGHT_ACTOR(testing_actors::Spinner, until_cancelled, wait_on, counts)
 SPOTLIGHT_ACTOR(testing_actors::Worker, who, twice, fail, echo_many, blob)
 SPOTLIGHT_ACTOR(testing_actors::ObjectUser, put, get, contains, release, stats)

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <fstream>
 #include <set>
 #include <string>
 #include <vector>
@@ -44,6 +45,37 @@ class Gate {
   int64_t pass(std::string dir, int64_t key);
   // The same, after a commit that tells the head (its `commits` counter) it started.
   int64_t enter_and_pass(spotlight::TaskContext& ctx, std::string dir, int64_t key);
+};
+// The keys that passed the gate in DIR, in the order they ran.
+inline std::vector<int64_t> gate_runs(const std::string& dir) {
+  std::ifstream in(dir + "/runs");
+  std::vector<int64_t> keys;
+  for (int64_t k; in >> k;) keys.push_back(k);
+  return keys;
+}
+inline void open_gate(const std::string& dir) {
+  std::ofstream(dir + "/open").put('\n');
+}
+
+// Runs until its call is cancelled (TaskContext::cancelled()).
+struct SpinCounts {
+  int64_t runs = 0;  // runs of until_cancelled that started on this actor
+  int64_t seen = 0;  // of those, the ones that saw their call cancelled
+  MSGPACK_DEFINE(runs, seen)
+};
+class Spinner {
+ public:
+  // Writes its task id to DIR/KEY.id, commits (the head's `commits` counter
+  // tells a test it runs), then waits until the call is cancelled and
+  // returns `key`; throws after 60 s.
+  int64_t until_cancelled(spotlight::TaskContext& ctx, std::string dir, int64_t key);
+  // Calls the Spinner pool `spinners`.until_cancelled(dir, key) from inside
+  // the task and waits for it: the call a cancelled task made.
+  int64_t wait_on(spotlight::TaskContext& ctx, std::string spinners, std::string dir, int64_t key);
+  SpinCounts counts() const { return counts_; }
+
+ private:
+  SpinCounts counts_;
 };
 
 // A stateful actor with save/restore hooks: its total survives its machine.

@@ -45,6 +45,8 @@ TEST(Codec, EveryMessageTypeRoundTrips) {
                       Result{2, false, 1, "std::domain_error", Blob{"negative"}}}});
   round_trip(AckResults{{1, 2}});
   round_trip(Fetch{{(3ull << 40) | 1, (5ull << 40) | 9}});
+  round_trip(Cancel{{(3ull << 40) | 1, (5ull << 40) | 9}, false});
+  round_trip(CancelReply{{1, 2, 3}});
   round_trip(Place{5, "squares", "Square", 2, 16, true, Blob{"saved"}});
   round_trip(Placed{5, 2, false, "type not loaded"});
   round_trip(

@@ -145,6 +145,23 @@ void add_status(CLI::App& app) {
     std::cout << "removed " << *remove_name << "\n";
   });
 
+  auto cancel_address = std::make_shared<std::string>(default_address());
+  auto cancel_ids = std::make_shared<std::vector<uint64_t>>();
+  auto keep_children = std::make_shared<bool>(false);
+  CLI::App* cn = app.add_subcommand(
+      "cancel", "Cancel calls by task id: those not finished fail with CancelledError");
+  cn->add_option("ids", *cancel_ids, "Task ids (Future::task_id())")->required();
+  cn->add_flag("--keep-children", *keep_children,
+               "Leave the calls the cancelled calls' runs made running");
+  cn->add_option("--address", *cancel_address, "HOST:PORT of the head ($SPOTLIGHT_ADDRESS)");
+  add_key_option(cn);
+  cn->callback([=] {
+    std::vector<CancelOutcome> out = connect(*cancel_address).cancel(*cancel_ids, !*keep_children);
+    for (size_t i = 0; i < out.size(); ++i) {
+      std::cout << (*cancel_ids)[i] << " " << to_string(out[i]) << "\n";
+    }
+  });
+
   auto stop_address = std::make_shared<std::string>(default_address());
   CLI::App* sp = app.add_subcommand("stop", "Stop every node and the head");
   sp->add_option("--address", *stop_address, "HOST:PORT of the head ($SPOTLIGHT_ADDRESS)");

@@ -8,16 +8,25 @@
 namespace spotlight {
 
 enum class ErrorKind : int {
-  kMethod = 1,     // the actor's method threw; type() names the exception
-  kRejected = 2,   // the call was refused: unknown actor, unknown method, bad arguments
-  kPreempted = 3,  // the actor's machine went away with notice; the task did not finish
-  kCrashed = 4,    // the actor or its node died while running the task
-  kTimedOut = 5,   // no result before the caller's deadline
-  kFailed = 6,     // gave up after the task's attempts ran out
-  kConnection = 7, // the runtime could not reach the head
+  kMethod = 1,      // the actor's method threw; type() names the exception
+  kRejected = 2,    // the call was refused: unknown actor, unknown method, bad arguments
+  kPreempted = 3,   // the actor's machine went away with notice; the task did not finish
+  kCrashed = 4,     // the actor or its node died while running the task
+  kTimedOut = 5,    // no result before the caller's deadline
+  kFailed = 6,      // gave up after the task's attempts ran out
+  kConnection = 7,  // the runtime could not reach the head
+  kCancelled = 8,   // the call was cancelled (Runtime::cancel) before it finished
 };
 
 const char* to_string(ErrorKind kind);
+
+// What Runtime::cancel did with each call.
+enum class CancelOutcome : int32_t {
+  kCancelled = 1,  // it will not run (again): its future fails with CancelledError
+  kFinished = 2,   // its result (or error) was stored first: its future gets that
+  kNotHeld = 3,    // the head does not hold it: never accepted, or its result received or expired
+};
+const char* to_string(CancelOutcome o);
 
 // Base of every error the runtime throws.
 class Error : public std::runtime_error {
@@ -54,6 +63,9 @@ struct FailedError : Error {
 };
 struct ConnectionError : Error {
   explicit ConnectionError(const std::string& m) : Error(ErrorKind::kConnection, "connection", m) {}
+};
+struct CancelledError : Error {
+  explicit CancelledError(const std::string& m) : Error(ErrorKind::kCancelled, "cancelled", m) {}
 };
 
 // A value that does not decode as the expected type.

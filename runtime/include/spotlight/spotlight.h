@@ -18,6 +18,7 @@
 #include <string>
 #include <tuple>
 #include <type_traits>
+#include <vector>
 
 #include "spotlight/actor.h"
 #include "spotlight/codec.h"
@@ -145,6 +146,26 @@ class Runtime {
   Future<R> fetch(uint64_t task_id) {
     return Future<R>(detail::fetch(*client_, task_id));
   }
+  // Ray's cancel: calls that have not finished fail with CancelledError and
+  // do not run (again). A waiting call leaves its mailbox, a call its actor
+  // holds leased ahead is dropped there, and a running one sees
+  // TaskContext::cancelled() (and should_yield()) turn true: it stops when
+  // it next looks, or runs to its end, its result dropped. With `children`,
+  // the unfinished calls a cancelled call's runs made are cancelled too, and
+  // theirs. Any client may cancel any call by id; the call's caller hears of
+  // it through its future. Returns, in order, what became of each call once
+  // the head has committed it; a cancelled call stays cancelled across a
+  // head restart. Throws ConnectionError when the head does not answer.
+  std::vector<CancelOutcome> cancel(const std::vector<uint64_t>& task_ids, bool children = true);
+  CancelOutcome cancel(uint64_t task_id, bool children = true) {
+    return cancel(std::vector<uint64_t>{task_id}, children).front();
+  }
+  // A future without an id (refused before it got one) is finished already.
+  template <class T>
+  CancelOutcome cancel(const Future<T>& f, bool children = true) {
+    return f.task_id() == 0 ? CancelOutcome::kFinished : cancel(f.task_id(), children);
+  }
+
   // Returns once the head has committed every call this runtime submitted
   // before (or answered it): from then on they survive this process, and
   // another one can fetch them. Throws ConnectionError after `timeout`.

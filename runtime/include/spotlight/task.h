@@ -60,6 +60,7 @@ class TaskHost {
   virtual ~TaskHost() = default;
   virtual void commit(std::string state) = 0;
   virtual bool should_yield() const = 0;
+  virtual bool cancelled() const = 0;
   virtual uint64_t actor_id() const = 0;
   virtual const SpGroup& group() const = 0;
   virtual const std::string& head_address() const = 0;
@@ -132,8 +133,14 @@ class TaskContext {
   // it returns may be shared.
   Runtime runtime();
 
-  // True once the task's machine has notice that it is going away.
+  // True once the task's machine has notice that it is going away, or once
+  // the call was cancelled: a task that yields on notice also stops when
+  // cancelled.
   bool should_yield() const { return host_.should_yield(); }
+  // True once the call was cancelled (Runtime::cancel). Its caller has
+  // CancelledError already and whatever this run returns, throws or commits
+  // is dropped: the task may stop at once, by returning or throwing anything.
+  bool cancelled() const { return host_.cancelled(); }
   // Gives the task back (commit first); does not return.
   [[noreturn]] void yield() { throw TaskYielded{}; }
 
