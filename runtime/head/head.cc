@@ -54,6 +54,12 @@ Head::Head(HeadOptions options) : opt_(std::move(options)) {
   if (!key_.secure())
     spdlog::warn("no cluster key (--insecure): anyone who reaches port {} may use this cluster",
                  port_);
+  if (opt_.metrics_port >= 0) {
+    metrics_server_ = std::make_unique<MetricsServer>(opt_.metrics_host, opt_.metrics_port, [this] {
+      return metrics_exchange_.request(std::chrono::seconds(2));
+    });
+    spdlog::info("metrics on http://{}:{}/metrics", opt_.metrics_host, metrics_server_->port());
+  }
   if (!opt_.port_file.empty()) {
     std::string tmp = opt_.port_file + ".tmp";
     std::ofstream(tmp) << port_ << "\n";
@@ -62,6 +68,10 @@ Head::Head(HeadOptions options) : opt_(std::move(options)) {
 }
 
 Head::~Head() = default;
+
+std::string Head::metrics_address() const {
+  return metrics_server_ ? opt_.metrics_host + ":" + std::to_string(metrics_server_->port()) : "";
+}
 
 void Head::check_handshakes() {
   uint64_t refused = handshakes_->drain();
@@ -94,6 +104,7 @@ void Head::run() {
     }
     turn();
     if (check_liveness()) turn();  // re-queued tasks and freed actors are served at once
+    metrics_exchange_.serve([this] { return prometheus_text(status()); });
     if (now_ >= next_heartbeat_) {
       send_heartbeats();
       next_heartbeat_ = now_ + opt_.heartbeat;
@@ -1244,6 +1255,7 @@ ClusterStatus Head::status() const {
   s.store = opt_.store_path;
   s.tasks_live = state_.tasks.size();
   s.counters = counters_;
+  s.metrics_address = metrics_address();
   auto ago = [&](const std::optional<transport::Clock::time_point>& t) -> int64_t {
     return t ? std::chrono::duration_cast<std::chrono::milliseconds>(now_ - *t).count() : -1;
   };

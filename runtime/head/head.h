@@ -14,6 +14,8 @@
 #include <string>
 #include <unordered_set>
 
+#include "head/metrics.h"
+#include "head/metrics_server.h"
 #include "head/state.h"
 #include "spotlight/errors.h"
 #include "store/store.h"
@@ -50,6 +52,11 @@ struct HeadOptions {
   // died, or it closed before they came) are dropped, unless another client
   // fetched them first (Runtime::fetch). 0: kept until fetched.
   std::chrono::milliseconds result_ttl{std::chrono::hours(24)};
+  // The HTTP endpoint (GET /metrics in Prometheus's format, /healthz): off
+  // when < 0, 0 picks a free port. It has no key: by default only this
+  // machine reaches it.
+  int metrics_port = -1;
+  std::string metrics_host = "127.0.0.1";
 };
 
 class Head {
@@ -59,6 +66,8 @@ class Head {
   int port() const { return port_; }
   uint64_t boot() const { return boot_; }
   const transport::ClusterKey& key() const { return key_; }
+  // HOST:PORT of the metrics endpoint; empty when off.
+  std::string metrics_address() const;
   // Serves until a Stop message or request_stop().
   void run();
   // Async-signal-safe.
@@ -286,6 +295,9 @@ class Head {
   transport::Clock::time_point next_heartbeat_;
   std::atomic<bool> stop_requested_{false};
   bool stopping_ = false;
+  // The metrics endpoint's thread asks; the loop renders between turns.
+  MetricsExchange metrics_exchange_;
+  std::unique_ptr<MetricsServer> metrics_server_;  // after the exchange: stopped before it goes
   // After a restart, nodes of the last boot get this long to come back and
   // claim their actors and leases before they are placed and re-queued.
   transport::Clock::time_point grace_until_;

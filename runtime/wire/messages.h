@@ -22,7 +22,7 @@ namespace spotlight::wire {
 //    HelloClient.node_id);
 // 6: RemovePool (client -> head) and Unplace (head -> node);
 // 7: call priorities (Call.priority, Task.priority, PoolStatus.by_priority);
-// 8: Cancel (client -> head, head -> node) and CancelReply.
+// 8: Cancel (client -> head, head -> node) and CancelReply; ClusterStatus.metrics_address.
 inline constexpr uint16_t kProtocolVersion = 8;
 
 enum class MsgType : uint16_t {

@@ -88,6 +88,8 @@ TEST(Cli, BadArgumentsAreRefusedClearly) {
       {"head --port 0 --key 0", "64 hex digits"},
       {"frobnicate", "frobnicate"},
       {"cancel", "ids"},
+      {"head --port 0 --metrics-port 70000", "metrics-port"},
+      {"head --port 0 --metrics-port 0 --metrics-host example.com", "metrics-host"},
       {"cancel 12x", "12x"},
   };
   for (const auto& c : cases) {

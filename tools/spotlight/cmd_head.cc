@@ -55,6 +55,14 @@ void add_head(CLI::App& app) {
          "Cluster key (64 hex digits) that joining machines and drivers must hold; default: "
          "$SPOTLIGHT_CLUSTER_KEY, else the one kept in STORE.key, made on first start")
       ->check(key_validator());
+  cmd->add_option("--metrics-port", opt->metrics_port,
+                  "Serve GET /metrics (Prometheus) and /healthz on this port (0: a free one; "
+                  "default: off)")
+      ->check(CLI::Range(0, 65535));
+  cmd->add_option("--metrics-host", opt->metrics_host,
+                  "Address the metrics endpoint listens on; it has no key, so the default keeps it "
+                  "to this machine")
+      ->check(CLI::ValidIPV4);
   auto insecure = std::make_shared<bool>(false);
   cmd->add_flag(
       "--insecure", *insecure,
@@ -89,6 +97,9 @@ void add_head(CLI::App& app) {
       std::cout << "Cluster key (kept in " << o.store_path
                 << ".key; drivers, `spotlight status` and "
                 << "nodes need it): " << h.key().hex() << "\n";
+    }
+    if (!h.metrics_address().empty()) {
+      std::cout << "Metrics: http://" << h.metrics_address() << "/metrics\n";
     }
     std::cout << "Attach a machine with:\n  " << key_env << "spotlight join " << host << ":"
               << h.port() << " --market spot --slots 1 --load libyour_actors.so\n"

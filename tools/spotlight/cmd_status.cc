@@ -21,6 +21,7 @@ nlohmann::json to_json(const ClusterStatus& s) {
   j["store"] = s.store;
   j["tasks_live"] = s.tasks_live;
   j["counters"] = s.counters;
+  j["metrics_address"] = s.metrics_address;
   for (const auto& n : s.nodes) {
     j["nodes"].push_back({{"id", n.id}, {"host", n.host}, {"market", n.market}, {"state", n.state},
                           {"slots", n.slots}, {"used", n.used}, {"pid", n.pid},
@@ -51,7 +52,10 @@ nlohmann::json to_json(const ClusterStatus& s) {
 
 void print_table(const ClusterStatus& s) {
   std::cout << "head boot " << s.boot << ", store " << s.store << ", " << s.tasks_live
-            << " live tasks\n\nNODES\n";
+            << " live tasks\n";
+  if (!s.metrics_address.empty())
+    std::cout << "metrics: http://" << s.metrics_address << "/metrics\n";
+  std::cout << "\nNODES\n";
   std::cout << std::left << std::setw(28) << "id" << std::setw(10) << "market" << std::setw(8)
             << "state" << std::setw(10) << "slots" << std::setw(10) << "running"
             << "last heartbeat\n";

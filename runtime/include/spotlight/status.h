@@ -74,7 +74,9 @@ struct ClusterStatus {
   uint64_t tasks_live = 0;  // accepted and not yet acknowledged by their caller
   std::map<std::string, uint64_t> counters;  // bad frames by reason, calls, results...
   std::vector<SpGroupStatus> groups;
-  MSGPACK_DEFINE(boot, store, nodes, pools, actors, tasks_live, counters, groups)
+  // HOST:PORT of the head's HTTP endpoint (/metrics, /healthz); empty when off.
+  std::string metrics_address;
+  MSGPACK_DEFINE(boot, store, nodes, pools, actors, tasks_live, counters, groups, metrics_address)
 };
 
 }  // namespace spotlight

@@ -1,0 +1,29 @@
+// The head's HTTP endpoint (Boost.Beast, its own thread): GET /metrics in
+// Prometheus's text format, GET /healthz. Beast stays out of this header.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace spotlight::head {
+
+class MetricsServer {
+ public:
+  // The metrics text, or nullopt when the head's loop did not answer in time.
+  using Source = std::function<std::optional<std::string>()>;
+  // Listens on host:port (0: a free port); throws std::runtime_error when it
+  // cannot. Requests are served on the server's thread, one at a time.
+  MetricsServer(const std::string& host, int port, Source metrics);
+  ~MetricsServer();
+  MetricsServer(const MetricsServer&) = delete;
+  MetricsServer& operator=(const MetricsServer&) = delete;
+  int port() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace spotlight::head
