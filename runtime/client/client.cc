@@ -406,6 +406,7 @@ void Client::on_frame(zmq::message_t& m) {
       break;
     }
     case MsgType::kStatus:
+    case MsgType::kTaskList:
     case MsgType::kCancelReply:
     case MsgType::kOk:
       resolve_control(true, std::string(static_cast<const char*>(m.data()), m.size()));
@@ -629,6 +630,12 @@ ClusterStatus Runtime::status() {
   return wire::decode(frame).body<ClusterStatus>();
 }
 
+TaskList Runtime::tasks(const TaskQuery& query) {
+  std::string frame =
+      client_->request(wire::MsgType::kTasksRequest, pack(query), std::chrono::seconds(30));
+  return wire::decode(frame).body<TaskList>();
+}
+
 void Runtime::stop_cluster() {
   client_->request(wire::MsgType::kStop, pack(wire::Empty{}), std::chrono::seconds(10));
 }
@@ -689,6 +696,13 @@ ClusterStatus cluster_status(const std::string& address, std::chrono::millisecon
 
 void stop_cluster(const std::string& address, std::chrono::milliseconds timeout) {
   detail::stop_cluster(address, "", timeout);
+}
+
+TaskList list_tasks(const std::string& address, const TaskQuery& query,
+                    std::chrono::milliseconds timeout) {
+  return wire::decode(one_shot(address, transport::process_key(), wire::MsgType::kTasksRequest,
+                               timeout, pack(query)))
+      .body<TaskList>();
 }
 
 void drain_node(const std::string& address, const std::string& node_id,

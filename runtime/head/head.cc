@@ -262,6 +262,9 @@ void Head::handle(transport::RoutedMessage& m) {
         // Answered after the turn's commit: what status shows is durable.
         to_callers_[peer].frames.push_back(wire::encode(status(), rid));
         break;
+      case MsgType::kTasksRequest:  // no hello needed, as for status
+        to_callers_[peer].frames.push_back(wire::encode(list_tasks(env.body<TaskQuery>()), rid));
+        break;
       case MsgType::kStop: on_stop(peer, rid); break;
       case MsgType::kOk:  // a node's goodbye: after Shutdown, or when it drained
         awaiting_goodbye_.erase(peer);

@@ -169,6 +169,9 @@ class Head {
   // Forgets every copy `node_id` held (it died or started a new session).
   void drop_objects_of(const std::string& node_id);
   ClusterStatus status() const;
+  // The calls that match `q` (task_list.cc); throws std::invalid_argument for a bad query.
+  TaskList list_tasks(const TaskQuery& q) const;
+  static constexpr uint32_t kMaxTaskList = 100000;
 
   void place();
   void dispatch();

@@ -39,6 +39,10 @@ const char* to_string(MsgType t) {
     case MsgType::kShutdown: return "Shutdown";
     case MsgType::kOk: return "Ok";
     case MsgType::kProbe: return "Probe";
+    case MsgType::kTasksRequest:
+      return "TasksRequest";
+    case MsgType::kTaskList:
+      return "TaskList";
     case MsgType::kKvSet: return "KvSet";
     case MsgType::kKvGet: return "KvGet";
     case MsgType::kKvValue: return "KvValue";

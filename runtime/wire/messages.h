@@ -22,7 +22,8 @@ namespace spotlight::wire {
 //    HelloClient.node_id);
 // 6: RemovePool (client -> head) and Unplace (head -> node);
 // 7: call priorities (Call.priority, Task.priority, PoolStatus.by_priority);
-// 8: Cancel (client -> head, head -> node) and CancelReply; ClusterStatus.metrics_address.
+// 8: Cancel (client -> head, head -> node) and CancelReply; ClusterStatus.metrics_address;
+//    TasksRequest and TaskList.
 inline constexpr uint16_t kProtocolVersion = 8;
 
 enum class MsgType : uint16_t {
@@ -54,7 +55,9 @@ enum class MsgType : uint16_t {
   kStop = 42,
   kShutdown = 43,
   kOk = 44,
-  kProbe = 45,  // head -> node: answer at once (a Probe with the same request id)
+  kProbe = 45,         // head -> node: answer at once (a Probe with the same request id)
+  kTasksRequest = 46,  // any -> head: list the calls it holds (a TaskQuery; answered TaskList)
+  kTaskList = 47,
   kKvSet = 50,
   kKvGet = 51,
   kKvValue = 52,
@@ -431,6 +434,8 @@ SPOTLIGHT_WIRE_TYPE_(Commits, kCommits)
 SPOTLIGHT_WIRE_TYPE_(Drain, kDrain)
 SPOTLIGHT_WIRE_TYPE_(Unplace, kUnplace)
 SPOTLIGHT_WIRE_TYPE_(ClusterStatus, kStatus)
+SPOTLIGHT_WIRE_TYPE_(TaskQuery, kTasksRequest)
+SPOTLIGHT_WIRE_TYPE_(TaskList, kTaskList)
 SPOTLIGHT_WIRE_TYPE_(KvSet, kKvSet)
 SPOTLIGHT_WIRE_TYPE_(KvGet, kKvGet)
 SPOTLIGHT_WIRE_TYPE_(KvValue, kKvValue)

@@ -149,6 +149,59 @@ void add_status(CLI::App& app) {
     std::cout << "removed " << *remove_name << "\n";
   });
 
+  auto tasks_address = std::make_shared<std::string>(default_address());
+  auto query = std::make_shared<TaskQuery>();
+  auto tasks_json = std::make_shared<bool>(false);
+  CLI::App* tk =
+      app.add_subcommand("tasks", "List the calls the head holds: waiting, leased, finished");
+  tk->add_option("--pool", query->mailbox, "Only the calls to this actor or pool");
+  tk->add_option("--state", query->state, "Only calls in this state")
+      ->check(CLI::IsMember({"queued", "leased", "done"}));
+  tk->add_option("--limit", query->limit, "At most this many, the earliest accepted first")
+      ->check(CLI::Range(1, 100000));
+  tk->add_flag("--json", *tasks_json, "Print one JSON object");
+  tk->add_option("--address", *tasks_address, "HOST:PORT of the head ($SPOTLIGHT_ADDRESS)");
+  add_key_option(tk);
+  tk->callback([=] {
+    TaskList l = list_tasks(*tasks_address, *query);
+    if (*tasks_json) {
+      nlohmann::json j;
+      j["matching"] = l.matching;
+      j["tasks"] = nlohmann::json::array();
+      for (const auto& t : l.tasks) {
+        j["tasks"].push_back({{"id", t.id},
+                              {"pool", t.mailbox},
+                              {"method", t.method},
+                              {"state", t.state},
+                              {"priority", t.priority},
+                              {"attempts", t.attempts},
+                              {"max_attempts", t.max_attempts},
+                              {"caller", t.caller},
+                              {"parent", t.parent},
+                              {"node", t.node},
+                              {"actor", t.actor},
+                              {"has_checkpoint", t.has_checkpoint},
+                              {"deadline_ms", t.deadline_ms},
+                              {"outcome", t.outcome},
+                              {"args_bytes", t.args_bytes}});
+      }
+      std::cout << j.dump() << "\n";
+      return;
+    }
+    std::cout << std::left << std::setw(22) << "id" << std::setw(20) << "pool" << std::setw(16)
+              << "method" << std::setw(8) << "state" << std::setw(10) << "priority" << std::setw(10)
+              << "attempts"
+              << "where / outcome\n";
+    for (const auto& t : l.tasks) {
+      std::cout << std::setw(22) << t.id << std::setw(20) << t.mailbox << std::setw(16) << t.method
+                << std::setw(8) << t.state << std::setw(10) << t.priority << std::setw(10)
+                << (std::to_string(t.attempts) + "/" + std::to_string(t.max_attempts))
+                << (t.state == "leased" ? t.node + " actor " + std::to_string(t.actor) : t.outcome)
+                << "\n";
+    }
+    std::cout << l.tasks.size() << " of " << l.matching << " matching calls shown\n";
+  });
+
   auto cancel_address = std::make_shared<std::string>(default_address());
   auto cancel_ids = std::make_shared<std::vector<uint64_t>>();
   auto keep_children = std::make_shared<bool>(false);

@@ -180,6 +180,10 @@ class Runtime {
   ObjectStore& objects();
 
   ClusterStatus status();
+  // The calls the head holds that match `query`, the earliest accepted
+  // first: waiting, leased (where) or finished and not yet received (how
+  // they ended). Throws RejectedError for a bad query.
+  TaskList tasks(const TaskQuery& query = {});
   // Gives node `node_id` notice: it takes no new work, hands back what has not
   // started, lets running tasks yield, and leaves by `deadline`.
   void drain(const std::string& node_id, std::chrono::milliseconds deadline);
@@ -211,6 +215,8 @@ ClusterStatus cluster_status(const std::string& address,
                              std::chrono::milliseconds timeout = std::chrono::seconds(5));
 void stop_cluster(const std::string& address,
                   std::chrono::milliseconds timeout = std::chrono::seconds(5));
+TaskList list_tasks(const std::string& address, const TaskQuery& query = {},
+                    std::chrono::milliseconds timeout = std::chrono::seconds(5));
 void drain_node(const std::string& address, const std::string& node_id,
                 std::chrono::milliseconds deadline,
                 std::chrono::milliseconds timeout = std::chrono::seconds(5));

@@ -79,4 +79,39 @@ struct ClusterStatus {
   MSGPACK_DEFINE(boot, store, nodes, pools, actors, tasks_live, counters, groups, metrics_address)
 };
 
+// One call as the head holds it (Runtime::tasks, `spotlight tasks`).
+struct TaskInfo {
+  uint64_t id = 0;      // what Runtime::cancel and Runtime::fetch take
+  std::string mailbox;  // the actor or pool called
+  std::string method;
+  std::string state;  // queued, leased, done
+  int32_t priority = 0;
+  uint32_t attempts = 0;  // runs started and not handed back by a yield
+  uint32_t max_attempts = 0;
+  uint32_t caller = 0;  // the number of the client that receives its result
+  uint64_t parent = 0;  // the task whose run made this call; 0: a driver's
+  std::string node;     // leased: the node and actor that hold it
+  uint64_t actor = 0;
+  bool has_checkpoint = false;  // an attempt committed state (TaskContext::commit)
+  int64_t deadline_ms = 0;      // must start by (ms since the epoch); 0: no deadline
+  std::string outcome;          // done: "ok", or the error kind (cancelled, method...)
+  uint64_t args_bytes = 0;
+  MSGPACK_DEFINE(id, mailbox, method, state, priority, attempts, max_attempts, caller, parent, node,
+                 actor, has_checkpoint, deadline_ms, outcome, args_bytes)
+};
+
+// Which calls Runtime::tasks lists: every filter left empty matches all.
+struct TaskQuery {
+  std::string mailbox;
+  std::string state;     // queued, leased or done
+  uint32_t limit = 100;  // at most this many, the earliest accepted first (1..100,000)
+  MSGPACK_DEFINE(mailbox, state, limit)
+};
+
+struct TaskList {
+  std::vector<TaskInfo> tasks;  // in the order the head accepted them
+  uint64_t matching = 0;        // calls that matched, listed or not
+  MSGPACK_DEFINE(tasks, matching)
+};
+
 }  // namespace spotlight

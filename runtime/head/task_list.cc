@@ -1,0 +1,72 @@
+// The calls the head holds, for operators (`spotlight tasks`) and programs
+// (Runtime::tasks): which are waiting, where the leased ones run, how the
+// finished ones ended. Read-only; a scan of the task table per request.
+#include <algorithm>
+#include <stdexcept>
+
+#include "head/head.h"
+
+namespace spotlight::head {
+
+namespace {
+const char* state_name(TaskState s) {
+  switch (s) {
+    case TaskState::kQueued:
+      return "queued";
+    case TaskState::kLeased:
+      return "leased";
+    case TaskState::kDone:
+      return "done";
+  }
+  return "unknown";
+}
+}  // namespace
+
+TaskList Head::list_tasks(const TaskQuery& q) const {
+  if (!q.state.empty() && q.state != "queued" && q.state != "leased" && q.state != "done") {
+    throw std::invalid_argument("a task's state is queued, leased or done, not '" + q.state + "'");
+  }
+  if (q.limit < 1 || q.limit > kMaxTaskList) {
+    throw std::invalid_argument("a task list holds 1 to " + std::to_string(kMaxTaskList) +
+                                " tasks, not " + std::to_string(q.limit));
+  }
+  std::vector<const Task*> match;
+  for (const auto& [id, t] : state_.tasks) {
+    if (!q.mailbox.empty() && t.mailbox != q.mailbox) continue;
+    if (!q.state.empty() && q.state != state_name(t.state)) continue;
+    match.push_back(&t);
+  }
+  TaskList out;
+  out.matching = match.size();
+  const size_t n = std::min<size_t>(q.limit, match.size());
+  auto by_arrival = [](const Task* a, const Task* b) { return a->ord < b->ord; };
+  std::partial_sort(match.begin(), match.begin() + static_cast<std::ptrdiff_t>(n), match.end(),
+                    by_arrival);
+  out.tasks.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    const Task& t = *match[i];
+    TaskInfo info;
+    info.id = t.id;
+    info.mailbox = t.mailbox;
+    info.method = t.method;
+    info.state = state_name(t.state);
+    info.priority = t.priority;
+    info.attempts = t.attempts;
+    info.max_attempts = t.max_attempts;
+    info.caller = t.caller;
+    info.parent = t.parent;
+    if (t.state == TaskState::kLeased) {
+      info.node = t.node;
+      info.actor = t.actor;
+    }
+    info.has_checkpoint = t.has_checkpoint;
+    info.deadline_ms = t.deadline_ms;
+    if (t.state == TaskState::kDone)
+      info.outcome = t.ok ? "ok" : to_string(static_cast<ErrorKind>(t.kind));
+    info.args_bytes = t.args.data.size();
+    out.tasks.push_back(std::move(info));
+  }
+  return out;
+}
+
+}  // namespace spotlight::head

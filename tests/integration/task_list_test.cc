@@ -1,0 +1,115 @@
+// Runtime::tasks and `spotlight tasks`: the calls the head holds, filtered
+// by pool and state, the earliest accepted first; what an operator needs to
+// find a stuck call and cancel it.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "support/cluster.h"
+#include "support/command.h"
+#include "support/temp_dir.h"
+#include "support/test_actors.h"
+
+namespace spotlight {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::cluster_options;
+using testing::wait_for_status;
+using testing_actors::Gate;
+using testing_actors::open_gate;
+using testing_actors::Worker;
+
+std::vector<uint64_t> ids_of(const TaskList& l) {
+  std::vector<uint64_t> ids;
+  for (const auto& t : l.tasks) ids.push_back(t.id);
+  return ids;
+}
+
+TEST(TaskList, ListsWaitingLeasedAndFinishedCallsByPoolAndState) {
+  testing::TempDir dir("task-list");
+  LocalCluster cluster(cluster_options(0));  // no node yet: every call waits
+  auto rt = cluster.connect();
+  auto workers = rt.spawn<Worker>("list-workers");
+  auto gate = rt.spawn<Gate>("list-gate");
+  std::vector<Future<int64_t>> twice, passes;
+  for (int64_t i = 0; i < 3; ++i) twice.push_back(workers.call(&Worker::twice, i));
+  passes.push_back(gate.with(CallOptions{.priority = 5}).call(&Gate::pass, dir.path(), int64_t{0}));
+  rt.wait_accepted();
+  {
+    // A driver that goes after its call was accepted: nobody acknowledges
+    // that call's result, so the head lists it until it expires.
+    auto gone = cluster.connect();
+    passes.push_back(gone.actor<Gate>("list-gate")
+                         .with(CallOptions{.priority = 5})
+                         .call(&Gate::pass, dir.path(), int64_t{1}));
+    gone.wait_accepted();
+  }
+
+  TaskList all = rt.tasks();
+  EXPECT_EQ(all.matching, 5u);
+  EXPECT_EQ(ids_of(all),
+            (std::vector<uint64_t>{twice[0].task_id(), twice[1].task_id(), twice[2].task_id(),
+                                   passes[0].task_id(), passes[1].task_id()}))
+      << "in the order accepted";
+  const TaskInfo& first = all.tasks[0];
+  EXPECT_EQ(first.mailbox, "list-workers");
+  EXPECT_EQ(first.method, "twice");
+  EXPECT_EQ(first.state, "queued");
+  EXPECT_EQ(first.max_attempts, 3u);
+  EXPECT_GT(first.args_bytes, 0u);
+  EXPECT_EQ(all.tasks[3].priority, 5);
+
+  TaskList gated = rt.tasks({.mailbox = "list-gate"});
+  EXPECT_EQ(ids_of(gated), (std::vector<uint64_t>{passes[0].task_id(), passes[1].task_id()}));
+  TaskList two = rt.tasks({.limit = 2});
+  EXPECT_EQ(two.matching, 5u);
+  EXPECT_EQ(ids_of(two), (std::vector<uint64_t>{twice[0].task_id(), twice[1].task_id()}));
+
+  // A node runs the workers' calls; the gate holds its first call, leased, and the second behind
+  // it.
+  cluster.add_node(2, "reserved");
+  for (auto& f : twice) f.get(60s);
+  ASSERT_TRUE(wait_for_status(cluster.address(), [&](const ClusterStatus&) {
+    return rt.tasks({.state = "leased"}).matching == 2;
+  }));
+  TaskList leased = rt.tasks({.state = "leased"});
+  EXPECT_EQ(ids_of(leased), (std::vector<uint64_t>{passes[0].task_id(), passes[1].task_id()}));
+  EXPECT_FALSE(leased.tasks[0].node.empty());
+  EXPECT_NE(leased.tasks[0].actor, 0u);
+  EXPECT_EQ(leased.tasks[0].attempts, 1u);
+
+  // The gone driver's call is cancelled by id: it stays listed, as done.
+  EXPECT_EQ(rt.cancel(passes[1].task_id()), CancelOutcome::kCancelled);
+  TaskList done = rt.tasks({.mailbox = "list-gate", .state = "done"});
+  ASSERT_EQ(done.tasks.size(), 1u);
+  EXPECT_EQ(done.tasks[0].id, passes[1].task_id());
+  EXPECT_EQ(done.tasks[0].outcome, "cancelled");
+  open_gate(dir.path());
+  EXPECT_EQ(passes[0].get(60s), 0);
+
+  // The CLI lists the same, and refuses a bad state clearly.
+  const std::string cli = std::string(SPOTLIGHT_TEST_BIN) + " tasks --key " + cluster.key() +
+                          " --address " + cluster.address();
+  auto table = testing::run_command(cli + " --limit 1");
+  EXPECT_EQ(table.code, 0) << table.out;
+  EXPECT_NE(table.out.find("matching calls shown"), std::string::npos) << table.out;
+  auto js = testing::run_command(cli + " --json");
+  ASSERT_EQ(js.code, 0) << js.out;
+  EXPECT_TRUE(nlohmann::json::parse(js.out).contains("matching")) << js.out;
+  auto bad = testing::run_command(cli + " --state lost");
+  EXPECT_NE(bad.code, 0);
+  EXPECT_NE(bad.out.find("lost"), std::string::npos) << bad.out;
+
+  // The head refuses a bad query with the reason.
+  try {
+    rt.tasks({.state = "lost"});
+    ADD_FAILURE() << "a bad state was accepted";
+  } catch (const RejectedError& e) {
+    EXPECT_NE(std::string(e.what()).find("queued, leased or done"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(rt.tasks({.limit = 0}), RejectedError);
+}
+
+}  // namespace
+}  // namespace spotlight
