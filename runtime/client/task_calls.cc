@@ -18,6 +18,30 @@ void CallOrigin::rebase(uint64_t lineage) {
   next_ = 0;
 }
 
+namespace {
+thread_local TaskContext* t_running = nullptr;
+}  // namespace
+
+TaskContext* running_task() {
+  return t_running;
+}
+void set_running_task(TaskContext* ctx) {
+  t_running = ctx;
+}
+
+std::pair<std::shared_ptr<Client>, std::shared_ptr<CallOrigin>> task_binding(
+    const std::string& handle) {
+  TaskContext* ctx = running_task();
+  if (!ctx) {
+    throw std::logic_error("the handle to '" + handle +
+                           "' came in a call's arguments or result: it calls from the task that "
+                           "received it, on that task's thread; elsewhere take one by name, "
+                           "rt.actor<A>(handle.name())");
+  }
+  Runtime rt = ctx->runtime();
+  return {rt.client_, rt.origin_};
+}
+
 }  // namespace detail
 
 Runtime TaskContext::runtime() {

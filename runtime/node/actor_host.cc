@@ -204,6 +204,11 @@ wire::Completion ActorHost::run(wire::Task& t) {
   }
   RunningTask host(t, out_, services_, cancelled_);
   TaskContext ctx(host, t.id, t.attempt, t.resumed ? &t.resume.data : nullptr);
+  // Handles among the arguments call through this task's runtime.
+  struct Running {
+    explicit Running(TaskContext* c) { detail::set_running_task(c); }
+    ~Running() { detail::set_running_task(nullptr); }
+  } running(&ctx);
   try {
     std::string out = it->second(instance_.get(), t.args.data, &ctx);
     wire::Completion c{t.id, t.actor_id, t.epoch, true, 0, "", Blob{std::move(out)}, false, {}};

@@ -30,6 +30,15 @@ int64_t Worker::fail(std::string message) { throw std::invalid_argument(message)
 
 int64_t Ledger::pid() const { return getpid(); }
 
+int64_t Relay::twice_via(spotlight::ActorHandle<Worker> w, int64_t x) {
+  return w.call(&Worker::twice, x).get();
+}
+
+int64_t Relay::pass_on(spotlight::ActorHandle<Relay> next, spotlight::ActorHandle<Worker> w,
+                       int64_t x) {
+  return next.call(&Relay::twice_via, w, x).get();
+}
+
 int64_t Spinner::until_cancelled(spotlight::TaskContext& ctx, std::string dir, int64_t key) {
   ++counts_.runs;
   std::ofstream(dir + "/" + std::to_string(key) + ".id") << ctx.task_id() << "\n";
@@ -167,6 +176,7 @@ SPOTLIGHT_ACTOR(testing_actors::Stepper, run)
 SPOTLIGHT_ACTOR(testing_actors::Gate, pass, enter_and_pass)
 SPOTLIGHT_ACTOR(testing_actors::Fanout, twice_all, record_then_pass, spawn_and_ask)
 SPOTLIGHT_ACTOR(testing_actors::Ledger, add, total, pid)
+SPOTLIGHT_ACTOR(testing_actors::Relay, twice_via, echo, pass_on)
 SPOTLIGHT_ACTOR(testing_actors::Spinner, until_cancelled, wait_on, counts)
 SPOTLIGHT_ACTOR(testing_actors::Worker, who, twice, fail, echo_many, blob)
 SPOTLIGHT_ACTOR(testing_actors::ObjectUser, put, get, contains, release, stats)

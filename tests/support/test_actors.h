@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "spotlight/codec.h"
+#include "spotlight/spotlight.h"
 #include "spotlight/task.h"
 
 namespace testing_actors {
@@ -36,6 +37,15 @@ class Worker {
   int64_t fail(std::string message);  // throws std::invalid_argument(message)
   std::vector<std::string> echo_many(std::vector<std::string> v) { return v; }
   std::string blob(int64_t bytes) { return std::string(static_cast<size_t>(bytes), 'b'); }
+};
+
+// Calls actors through handles it is given: ActorHandle as an argument and a result.
+class Relay {
+ public:
+  int64_t twice_via(spotlight::ActorHandle<Worker> w, int64_t x);
+  spotlight::ActorHandle<Worker> echo(spotlight::ActorHandle<Worker> w) { return w; }
+  // Hands both handles on to `next`, which calls `w` through its own task.
+  int64_t pass_on(spotlight::ActorHandle<Relay> next, spotlight::ActorHandle<Worker> w, int64_t x);
 };
 
 // A task that waits until the test opens its gate (creates DIR/open), then

@@ -18,6 +18,7 @@
 #include <string>
 #include <tuple>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "spotlight/actor.h"
@@ -56,13 +57,26 @@ std::shared_ptr<FutureState> submit(Client& c, const std::string& mailbox,
                                     const CallOptions& options = {}, CallOrigin* origin = nullptr);
 // Awaits the result of call `task_id`, made by any client (see Runtime::fetch).
 std::shared_ptr<FutureState> fetch(Client& c, uint64_t task_id);
+// The connection and call numbering of the task running on this thread
+// (running_task()); throws std::logic_error, saying what to do, outside one.
+std::pair<std::shared_ptr<Client>, std::shared_ptr<CallOrigin>> task_binding(
+    const std::string& handle);
 }  // namespace detail
 
 // A handle to a lone actor or a pool: calls go to its mailbox, and whichever
 // member pulls a call runs it.
+//
+// A handle travels in calls and results as its actor type's name and its
+// mailbox (a method may take `ActorHandle<Explorer>`, as Ray's may take an
+// actor handle): one that arrives in a task's arguments calls through that
+// task's runtime (ctx.runtime()), from the task's own thread. Unpacking a
+// handle of another type fails, so a call that passes one is rejected. A
+// handle that arrives elsewhere (a driver's result) has no runtime: take one
+// by name, rt.actor<A>(handle.name()).
 template <class A>
 class ActorHandle {
  public:
+  ActorHandle() = default;  // no actor; what unpacking fills in
   ActorHandle(std::shared_ptr<detail::Client> c, std::string mailbox,
               std::shared_ptr<detail::CallOrigin> origin = nullptr)
       : client_(std::move(c)), mailbox_(std::move(mailbox)), origin_(std::move(origin)) {}
@@ -73,6 +87,7 @@ class ActorHandle {
     static_assert(std::is_base_of_v<typename Tr::cls, A>, "method of another actor type");
     using R = std::decay_t<typename Tr::ret>;
     typename Tr::args tuple(std::forward<Args>(args)...);
+    if (!client_) std::tie(client_, origin_) = detail::task_binding(mailbox_);
     return Future<R>(detail::submit(*client_, mailbox_, detail::method_name(method), pack(tuple),
                                     options_, origin_.get()));
   }
@@ -194,6 +209,8 @@ class Runtime {
   size_t pending() const;
 
  private:
+  friend std::pair<std::shared_ptr<detail::Client>, std::shared_ptr<detail::CallOrigin>>
+  detail::task_binding(const std::string& handle);
   std::shared_ptr<detail::Client> client_;
   std::shared_ptr<detail::CallOrigin> origin_;  // TaskContext::runtime(): the task's own calls
 };
@@ -262,3 +279,37 @@ class LocalCluster {
 LocalCluster local_cluster(ClusterOptions options = {});
 
 }  // namespace spotlight
+
+// ActorHandle<A> in msgpack: [actor type name, mailbox].
+namespace msgpack {
+MSGPACK_API_VERSION_NAMESPACE(MSGPACK_DEFAULT_API_NS) {
+  namespace adaptor {
+  template <class A>
+  struct pack<spotlight::ActorHandle<A>> {
+    template <class Stream>
+    packer<Stream>& operator()(packer<Stream>& o, const spotlight::ActorHandle<A>& h) const {
+      o.pack_array(2);
+      o.pack(spotlight::actor_type_name<A>());
+      o.pack(h.name());
+      return o;
+    }
+  };
+  template <class A>
+  struct convert<spotlight::ActorHandle<A>> {
+    const msgpack::object& operator()(const msgpack::object& o,
+                                      spotlight::ActorHandle<A>& h) const {
+      if (o.type != msgpack::type::ARRAY || o.via.array.size != 2) throw msgpack::type_error();
+      const std::string type = o.via.array.ptr[0].as<std::string>();
+      const std::string& want = spotlight::detail::actor_type_name<A>();
+      if (type != want) {
+        throw std::invalid_argument(
+            "a handle to a " + type + " where a handle to a " +
+            (want.empty() ? std::string("type not registered here") : want) + " was expected");
+      }
+      h = spotlight::ActorHandle<A>(nullptr, o.via.array.ptr[1].as<std::string>());
+      return o;
+    }
+  };
+  }  // namespace adaptor
+}  // MSGPACK_API_VERSION_NAMESPACE(MSGPACK_DEFAULT_API_NS)
+}  // namespace msgpack

@@ -50,6 +50,8 @@ struct SpGroup {
 
 class Runtime;
 
+class TaskContext;
+
 namespace detail {
 class Client;
 class CallOrigin;
@@ -68,6 +70,12 @@ class TaskHost {
   // The node's connection to the head for tasks' calls (connected on first use).
   virtual std::shared_ptr<Client> caller() = 0;
 };
+
+// The TaskContext of the task running on this thread, or nullptr (set by
+// the node around each run): where a handle that came in a call's
+// arguments finds the runtime it calls through.
+TaskContext* running_task();
+void set_running_task(TaskContext* ctx);
 }  // namespace detail
 
 class TaskContext {
