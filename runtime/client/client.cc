@@ -570,8 +570,15 @@ void use_cluster_key(const std::string& key) {
 }
 
 void Runtime::create_pool(const std::string& name, const std::string& type, const Placement& where) {
-  wire::CreatePool c{name, type, where.market, where.size, where.slots_per_actor, where.prefetch,
-                     where.sp_degree};
+  wire::CreatePool c{name,
+                     type,
+                     where.market,
+                     where.size,
+                     where.slots_per_actor,
+                     where.prefetch,
+                     where.sp_degree,
+                     where.strategy,
+                     where.node};
   client_->request(wire::MsgType::kCreatePool, pack(c), std::chrono::seconds(30));
 }
 

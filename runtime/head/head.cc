@@ -401,6 +401,9 @@ void Head::on_create_pool(const std::string& peer, const wire::CreatePool& c, ui
   if (c.size < 1 || c.size > 100000 || c.slots_per_actor < 1 || c.prefetch < 1) {
     return fail("size, slots per actor and prefetch must be positive");
   }
+  if (c.strategy != "spread" && c.strategy != "pack") {
+    return fail("a placement strategy is spread or pack, not '" + c.strategy + "'");
+  }
   if (c.sp_degree < 1 || c.sp_degree > c.size) {
     return fail("the SP degree must be between 1 and the pool's size (" + std::to_string(c.size) + "), not " +
                 std::to_string(c.sp_degree));
@@ -414,7 +417,8 @@ void Head::on_create_pool(const std::string& peer, const wire::CreatePool& c, ui
       return fail("'" + c.name + "' already exists with SP degree " + std::to_string(it->second.rec.sp_degree));
     }
   } else {
-    store::PoolRecord rec{c.name, c.type, c.market, c.size, c.slots_per_actor, c.prefetch, c.sp_degree};
+    store::PoolRecord rec{c.name,     c.type,      c.market,   c.size, c.slots_per_actor,
+                          c.prefetch, c.sp_degree, c.strategy, c.node};
     record(EventKind::kPool, rec);
     state_.apply_pool(rec);
     for (int i = 0; i < c.size; ++i) {
@@ -1039,13 +1043,7 @@ void Head::place() {
       Actor& a = state_.actors[id];
       if (a.phase != ActorPhase::kPending) continue;
       if (!grace_over_ && a.rec.incarnation > 0) continue;  // its node may still come back
-      Node* best = nullptr;
-      for (auto& [nid, n] : state_.nodes) {
-        if (!n.alive || n.draining || n.slots - n.used < pool.rec.slots_per_actor) continue;
-        if (pool.rec.market != "any" && n.market != pool.rec.market) continue;
-        if (!n.types.count(pool.rec.type)) continue;
-        if (!best || n.slots - n.used > best->slots - best->used) best = &n;
-      }
+      Node* best = pick_node(name, pool.rec);
       if (!best) continue;
       store::ActorRecord rec = a.rec;
       rec.incarnation += 1;
@@ -1061,6 +1059,32 @@ void Head::place() {
       spdlog::debug("placing actor {} ({}) on {}", id, name, best->id);
     }
   }
+}
+
+Node* Head::pick_node(const std::string& pool_name, const store::PoolRecord& p) {
+  const bool pack = p.strategy == "pack";
+  Node* best = nullptr;
+  int best_members = 0;
+  for (auto& [nid, n] : state_.nodes) {
+    if (!n.alive || n.draining || n.slots - n.used < p.slots_per_actor) continue;
+    if (p.market != "any" && n.market != p.market) continue;
+    if (!p.node.empty() && n.id != p.node) continue;
+    if (!n.types.count(p.type)) continue;
+    const int free = n.slots - n.used;
+    if (!pack) {
+      if (!best || free > best->slots - best->used) best = &n;
+      continue;
+    }
+    // Pack: beside the pool's members first, then the tightest fit.
+    int members = 0;
+    for (uint64_t id : n.actors) members += state_.actors[id].rec.pool == pool_name;
+    if (!best || members > best_members ||
+        (members == best_members && free < best->slots - best->used)) {
+      best = &n;
+      best_members = members;
+    }
+  }
+  return best;
 }
 
 Task* Head::lease(Pool& pool, Actor& a, Node& n, const SpGroupState* group) {

@@ -174,6 +174,8 @@ class Head {
   static constexpr uint32_t kMaxTaskList = 100000;
 
   void place();
+  // The node a member of pool `p` goes to now (Placement::strategy, node), or nullptr.
+  Node* pick_node(const std::string& pool_name, const store::PoolRecord& p);
   void dispatch();
   // Leases the front task of `pool` to `actor` (with `group`, to every member
   // of that SP group, `actor` being its rank 0); the task, or nullptr if

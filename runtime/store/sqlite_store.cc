@@ -29,9 +29,10 @@ namespace {
 // 2: task checkpoints and attempt limits; 3: the journal in one file of its
 // own, PATH.journal; 4: in numbered files, PATH.journal.N; 5: Claim events,
 // task deadlines and clients' high-water marks (fields an older head would
-// not read); 6: task priorities (the same). Older layouts are read (a schema-2 store's journal
-// rows, a schema-3 PATH.journal as file 0) and folded by the first compaction.
-constexpr int kSchemaVersion = 6;
+// not read); 6: task priorities (the same); 7: pools' placement strategy and node (the
+// same). Older layouts are read (a schema-2 store's journal rows, a schema-3 PATH.journal as
+// file 0) and folded by the first compaction.
+constexpr int kSchemaVersion = 7;
 constexpr int kOldestReadable = 2;
 
 class Stmt {

@@ -24,7 +24,11 @@ struct PoolRecord {
   int32_t slots_per_actor = 1;
   int32_t prefetch = 16;
   int32_t sp_degree = 1;  // > 1: members run calls in SP groups of this degree
-  MSGPACK_DEFINE(name, type, market, size, slots_per_actor, prefetch, sp_degree)
+  // Placement::strategy and node. Last, so that rows written before they
+  // existed still load (as "spread" and any node).
+  std::string strategy = "spread";
+  std::string node;
+  MSGPACK_DEFINE(name, type, market, size, slots_per_actor, prefetch, sp_degree, strategy, node)
 };
 
 struct ActorRecord {

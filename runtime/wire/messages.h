@@ -23,7 +23,7 @@ namespace spotlight::wire {
 // 6: RemovePool (client -> head) and Unplace (head -> node);
 // 7: call priorities (Call.priority, Task.priority, PoolStatus.by_priority);
 // 8: Cancel (client -> head, head -> node) and CancelReply; ClusterStatus.metrics_address;
-//    TasksRequest and TaskList.
+//    TasksRequest and TaskList; CreatePool.strategy and node.
 inline constexpr uint16_t kProtocolVersion = 8;
 
 enum class MsgType : uint16_t {
@@ -146,7 +146,9 @@ struct CreatePool {
   int32_t slots_per_actor = 1;
   int32_t prefetch = 16;
   int32_t sp_degree = 1;
-  MSGPACK_DEFINE(name, type, market, size, slots_per_actor, prefetch, sp_degree)
+  std::string strategy = "spread";  // Placement::strategy
+  std::string node;                 // Placement::node
+  MSGPACK_DEFINE(name, type, market, size, slots_per_actor, prefetch, sp_degree, strategy, node)
 };
 
 struct PoolCreated {

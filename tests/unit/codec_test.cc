@@ -32,7 +32,7 @@ TEST(Codec, EveryMessageTypeRoundTrips) {
   round_trip(HelloClient{"client-abc", {1, 2}, "node-7"});
   round_trip(Welcome{7, 3, 250, 1000, 64u << 20, {4}});
   round_trip(Heartbeat{9, 41});
-  round_trip(CreatePool{"squares", "Square", "any", 4, 2, 16, 2});
+  round_trip(CreatePool{"squares", "Square", "any", 4, 2, 16, 2, "pack", "node-1"});
   round_trip(PoolCreated{"squares", false, "exists with another type"});
   round_trip(RemovePool{"squares"});
   round_trip(Unplace{{5, 6}});

@@ -449,6 +449,21 @@ TEST(TaskRecordLayout, ARowWithoutThePriorityLoadsWithZero) {
   EXPECT_EQ(unpack<store::TaskRecord>(bytes).priority, -4);
 }
 
+TEST(PoolRecordLayout, ARowWithoutThePlacementLoadsAsSpreadAnywhere) {
+  store::PoolRecord p{"p", "T", "spot", 4, 1, 16, 2, "pack", "node-a"};
+  const std::string bytes = pack(p);
+  msgpack::object_handle oh = msgpack::unpack(bytes.data(), bytes.size());
+  msgpack::object o = oh.get();
+  o.via.array.size -= 2;  // as a schema-6 head wrote it
+  const auto old = o.as<store::PoolRecord>();
+  EXPECT_EQ(old.strategy, "spread");
+  EXPECT_EQ(old.node, "");
+  EXPECT_EQ(old.sp_degree, 2);
+  const auto now = unpack<store::PoolRecord>(bytes);
+  EXPECT_EQ(now.strategy, "pack");
+  EXPECT_EQ(now.node, "node-a");
+}
+
 // A restarted head rebuilds each mailbox by priority, in arrival order within
 // a priority, from the journal and from the compacted tables alike; a call
 // whose lease was revoked keeps its place by arrival.

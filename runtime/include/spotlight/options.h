@@ -16,11 +16,28 @@ struct Placement {
   // Members per sequence-parallel group: with d > 1 the head forms groups of
   // d members, and each call runs on every member of one group (TaskContext::group()).
   int sp_degree = 1;
+  // How members are spread over the nodes that fit: "spread" puts each on
+  // the node with the most free slots; "pack" on a node that already hosts
+  // members of the pool, else the one with the fewest free slots that fit
+  // (Ray's PACK): an SP group's members, or siblings that copy weights from
+  // each other, then share a machine.
+  std::string strategy = "spread";
+  // Only on this node (its id, as `spotlight status` shows it): members
+  // wait for a free slot there, and for the node if it has not joined.
+  std::string node;
 
   Placement& slots(int n) { slots_per_actor = n; return *this; }
   Placement& members(int n) { size = n; return *this; }
   Placement& ahead(int n) { prefetch = n; return *this; }
   Placement& sequence_parallel(int d) { sp_degree = d; return *this; }
+  Placement& pack() {
+    strategy = "pack";
+    return *this;
+  }
+  Placement& on_node(std::string id) {
+    node = std::move(id);
+    return *this;
+  }
 };
 
 inline Placement on_market(std::string market) {

@@ -1,0 +1,88 @@
+// Placement::strategy and Placement::node: "spread" (the default) puts
+// members where the most slots are free, "pack" puts them beside the pool's
+// other members, and a pool pinned to a node waits for slots there rather
+// than going elsewhere; the choice survives a head restart.
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "support/cluster.h"
+#include "support/test_actors.h"
+
+namespace spotlight {
+namespace {
+
+using testing::cluster_options;
+using testing::wait_for_status;
+using testing_actors::Worker;
+
+// Members of `pool` per node id ("" for those not placed), once every member
+// is placed or waiting as `placed` says.
+std::map<std::string, int> members_by_node(const std::string& address, const std::string& pool,
+                                           int placed) {
+  std::map<std::string, int> by_node;
+  EXPECT_TRUE(wait_for_status(address, [&](const ClusterStatus& s) {
+    by_node.clear();
+    int ready = 0;
+    for (const auto& a : s.actors) {
+      if (a.pool != pool) continue;
+      by_node[a.state == "ready" ? a.node : ""] += 1;
+      ready += a.state == "ready";
+    }
+    return ready == placed;
+  })) << pool;
+  return by_node;
+}
+
+TEST(Placement, SpreadPackAndPinnedToANode) {
+  LocalCluster cluster(cluster_options(2, 4));
+  auto rt = cluster.connect();
+
+  auto spread = rt.pool<Worker>("spread", on_market("any").members(4));
+  auto s = members_by_node(cluster.address(), "spread", 4);
+  ASSERT_EQ(s.size(), 2u);
+  for (const auto& [node, n] : s) EXPECT_EQ(n, 2) << node;
+  rt.remove_pool("spread");
+
+  auto packed = rt.pool<Worker>("packed", on_market("any").members(3).pack());
+  auto p = members_by_node(cluster.address(), "packed", 3);
+  ASSERT_EQ(p.size(), 1u) << "all on one node";
+  const std::string full = p.begin()->first;  // one slot left there
+  std::string other;
+  for (const auto& n : rt.status().nodes) {
+    if (n.id != full) other = n.id;
+  }
+  ASSERT_FALSE(other.empty());
+
+  // Pinned to the fuller node: one member takes its last slot, the other
+  // waits, though the other node has four free.
+  auto pinned = rt.pool<Worker>("pinned", on_market("any").members(2).on_node(full));
+  auto q = members_by_node(cluster.address(), "pinned", 1);
+  EXPECT_EQ(q[full], 1);
+  EXPECT_EQ(q[""], 1);
+  EXPECT_EQ(q.count(other), 0u);
+  EXPECT_EQ(pinned.call(&Worker::twice, int64_t{4}).get(std::chrono::seconds(60)), 8);
+
+  // After a restart the pin holds: the waiting member still does not go elsewhere.
+  cluster.kill_head(SIGKILL);
+  cluster.start_head();
+  rt.remove_pool("packed");  // frees three slots there
+  auto r = members_by_node(cluster.address(), "pinned", 2);
+  EXPECT_EQ(r[full], 2);
+}
+
+TEST(Placement, ABadStrategyIsRefused) {
+  LocalCluster cluster(cluster_options(0));
+  auto rt = cluster.connect();
+  Placement where = on_market("any");
+  where.strategy = "scatter";
+  try {
+    rt.pool<Worker>("badly-placed", where);
+    ADD_FAILURE() << "a pool with strategy 'scatter' was created";
+  } catch (const RejectedError& e) {
+    EXPECT_NE(std::string(e.what()).find("spread or pack"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace spotlight
