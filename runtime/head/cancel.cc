@@ -113,16 +113,11 @@ void Head::stop_leased(Task& t, Cancelling& c) {
     }
     return;
   }
-  // As when a result comes (on_done): a draining node with nothing left
-  // leased is empty, and its actor moves once it holds no lease there.
+  // As when a result comes (on_done).
   auto nit = state_.nodes.find(t.node);
-  if (nit == state_.nodes.end() || !nit->second.draining) return;
-  Node& n = nit->second;
-  if (n.leased == 0 && !n.emptied_at) n.emptied_at = now_;
+  if (nit == state_.nodes.end()) return;
   auto ait = state_.actors.find(t.actor);
-  if (ait != state_.actors.end() && ait->second.node == n.id && ait->second.leased == 0) {
-    move_actor(ait->second);
-  }
+  lease_ended_on(nit->second, ait != state_.actors.end() ? &ait->second : nullptr);
 }
 
 }  // namespace spotlight::head

@@ -58,7 +58,7 @@ Head::Head(HeadOptions options) : opt_(std::move(options)) {
     metrics_server_ = std::make_unique<MetricsServer>(opt_.metrics_host, opt_.metrics_port, [this] {
       return metrics_exchange_.request(std::chrono::seconds(2));
     });
-    spdlog::info("metrics on http://{}:{}/metrics", opt_.metrics_host, metrics_server_->port());
+    spdlog::info("metrics on http://{}/metrics", metrics_address());
   }
   if (!opt_.port_file.empty()) {
     std::string tmp = opt_.port_file + ".tmp";
@@ -750,7 +750,6 @@ void Head::on_done(Node& n, wire::Done& d) {
     // Yielded or never started: back to the front of the mailbox, not a result.
     const bool handed = !c.ok && c.kind == static_cast<int32_t>(ErrorKind::kPreempted);
     if (n.leased > 0) n.leased -= 1;
-    if (n.draining && n.leased == 0 && !n.emptied_at) n.emptied_at = now_;
     auto ait = state_.actors.find(c.actor_id);
     if (ait != state_.actors.end()) {
       Actor& a = ait->second;
@@ -765,9 +764,8 @@ void Head::on_done(Node& n, wire::Done& d) {
         record(EventKind::kActor, rec);
         state_.apply_actor(rec);
       }
-      // An actor on a draining node moves once it holds no lease there.
-      if (n.draining && a.node == n.id && a.leased == 0) move_actor(a);
     }
+    lease_ended_on(n, ait != state_.actors.end() ? &ait->second : nullptr);
     Pool& pool = state_.pools[t.mailbox];
     if (pool.leased > 0) pool.leased -= 1;
     if (ait != state_.actors.end() && pool.rec.sp_degree > 1) {
@@ -791,6 +789,13 @@ void Head::on_done(Node& n, wire::Done& d) {
   }
   hand_back(handed_back);
   for (auto [pool, group] : broken) break_group(*pool, group, "its task was handed back");
+}
+
+void Head::lease_ended_on(Node& n, Actor* a) {
+  if (!n.draining) return;
+  if (n.leased == 0 && !n.emptied_at) n.emptied_at = now_;
+  // An actor on a draining node moves once it holds no lease there.
+  if (a && a->node == n.id && a->leased == 0) move_actor(*a);
 }
 
 void Head::hand_back(std::vector<Task*>& tasks) {

@@ -150,6 +150,9 @@ class Head {
   void start_drain(Node& n);
   // Takes an actor off its node so that place() puts it elsewhere.
   void move_actor(Actor& a);
+  // After a lease on `n` ended (a result, a cancel): a draining node with no
+  // lease left is empty, and `a`, if it holds no lease there, moves.
+  void lease_ended_on(Node& n, Actor* a);
   void hand_back(std::vector<Task*>& tasks);
   void on_stop(const std::string& peer, uint64_t rid);
   void on_kv_set(const std::string& peer, wire::KvSet& s, uint64_t rid);
