@@ -367,6 +367,14 @@ void Head::on_hello_client(const std::string& peer, const wire::HelloClient& h, 
   c.node = h.node_id;
   forget_received(c.rec.num, h.awaiting);
   if (!c.peer.empty()) client_by_peer_.erase(c.peer);
+  // A connection that said hello as another client before: that one is gone
+  // (check_liveness walks client_by_peer_ only, so it must not linger).
+  if (auto prev = client_by_peer_.find(peer); prev != client_by_peer_.end()) {
+    if (auto pc = state_.clients.find(prev->second); pc != state_.clients.end()) {
+      pc->second.peer.clear();
+      pc->second.gone_since = now_;
+    }
+  }
   c.peer = peer;
   c.last_seen = now_;
   c.gone_since.reset();
@@ -525,7 +533,7 @@ void Head::on_calls(Client& c, wire::Calls& calls) {
     }
     record(EventKind::kAccept, t);
     state_.apply_accept(t, &c.rec);
-    pit->second.queue.push_back(t.priority, t.id);
+    state_.enqueue(pit->second, t.priority, t.id);
     accepted.ids.push_back(t.id);
   }
 }
@@ -718,7 +726,7 @@ void Head::on_placed(Node& n, const wire::Placed& p) {
   }
   Pool& pool = state_.pools[a.rec.pool];
   if (p.ok) {
-    a.phase = ActorPhase::kReady;
+    state_.set_phase(a, ActorPhase::kReady);
     a.credit = pool.rec.prefetch;
     return;
   }
@@ -727,7 +735,7 @@ void Head::on_placed(Node& n, const wire::Placed& p) {
   n.types.erase(pool.rec.type);
   n.used -= pool.rec.slots_per_actor;
   n.actors.erase(a.rec.id);
-  a.phase = ActorPhase::kPending;
+  state_.set_phase(a, ActorPhase::kPending);
   a.node.clear();
 }
 
@@ -811,7 +819,7 @@ void Head::requeue_front(std::vector<Task*>& tasks, bool handed_back) {
     RequeueEvent e{t->id, handed_back};
     record(EventKind::kRequeue, e);
     state_.apply_requeue(e);
-    state_.pools[t->mailbox].queue.push_front(t->priority, t->id);
+    state_.enqueue(state_.pools[t->mailbox], t->priority, t->id, true);
     if (t->deadline_ms != 0)
       deadlines_.emplace(t->deadline_ms, t->id);  // may be past: expires next turn
   }
@@ -835,7 +843,7 @@ std::vector<uint64_t> Head::adopt(Node& n, const wire::HelloNode& hello) {
         n.slots - n.used < pool.rec.slots_per_actor) {
       continue;
     }
-    a.phase = ActorPhase::kReady;
+    state_.set_phase(a, ActorPhase::kReady);
     a.node = n.id;
     a.leased = leases[a.rec.id];
     a.credit = std::max<int32_t>(0, pool.rec.prefetch - static_cast<int32_t>(a.leased));
@@ -991,7 +999,7 @@ void Head::move_actor(Actor& a) {
     nit->second.actors.erase(a.rec.id);
     nit->second.used -= state_.pools[a.rec.pool].rec.slots_per_actor;
   }
-  a.phase = ActorPhase::kPending;
+  state_.set_phase(a, ActorPhase::kPending);
   a.node.clear();
   a.credit = 0;
   count("actors_moved");
@@ -1043,26 +1051,31 @@ bool Head::check_keyed_get(const std::string& peer, uint64_t rid, const char* wh
 void Head::expire_kv_waiters() { expire_waiters(kv_waiters_, wire::KvValue{false, {}}); }
 
 void Head::place() {
-  for (auto& [name, pool] : state_.pools) {
-    for (uint64_t id : pool.members) {
-      Actor& a = state_.actors[id];
-      if (a.phase != ActorPhase::kPending) continue;
+  for (auto pit = state_.unplaced.begin(); pit != state_.unplaced.end();) {
+    const std::string& name = pit->first;
+    std::set<uint64_t>& pending = pit->second;
+    Pool& pool = state_.pools[name];
+    // Advanced before set_phase drops the id from `pending`.
+    for (auto it = pending.begin(); it != pending.end();) {
+      Actor& a = state_.actors[*it++];
       if (!grace_over_ && a.rec.incarnation > 0) continue;  // its node may still come back
       Node* best = pick_node(name, pool.rec);
-      if (!best) continue;
+      if (!best) break;  // no node takes this pool's members now: nor its next one
       store::ActorRecord rec = a.rec;
       rec.incarnation += 1;
       record(EventKind::kActor, rec);
       state_.apply_actor(rec);
-      a.phase = ActorPhase::kPlacing;
+      state_.set_phase(a, ActorPhase::kPlacing);
       a.node = best->id;
       a.credit = 0;
       best->used += pool.rec.slots_per_actor;
-      best->actors.insert(id);
-      wire::Place msg{id, name, pool.rec.type, rec.incarnation, pool.rec.prefetch, rec.has_state, rec.state};
+      best->actors.insert(a.rec.id);
+      wire::Place msg{a.rec.id,          name,          pool.rec.type, rec.incarnation,
+                      pool.rec.prefetch, rec.has_state, rec.state};
       to_nodes_[best->peer].frames.push_back(wire::encode(msg));
-      spdlog::debug("placing actor {} ({}) on {}", id, name, best->id);
+      spdlog::debug("placing actor {} ({}) on {}", a.rec.id, name, best->id);
     }
+    pit = pending.empty() ? state_.unplaced.erase(pit) : std::next(pit);
   }
 }
 
@@ -1151,7 +1164,14 @@ Task* Head::lease(Pool& pool, Actor& a, Node& n, const SpGroupState* group) {
 }
 
 void Head::dispatch() {
-  for (auto& [name, pool] : state_.pools) {
+  for (auto wit = state_.waiting.begin(); wit != state_.waiting.end();) {
+    auto pit = state_.pools.find(*wit);
+    if (pit == state_.pools.end() || pit->second.queue.empty()) {
+      wit = state_.waiting.erase(wit);
+      continue;
+    }
+    Pool& pool = pit->second;
+    ++wit;
     if (pool.rec.sp_degree > 1) {
       dispatch_groups(pool);
       continue;
@@ -1194,7 +1214,7 @@ void Head::node_dead(Node& n, const char* why) {
   if (!leased.empty()) spdlog::warn("node {}: {} leased tasks back to their mailboxes", n.id, leased.size());
   for (uint64_t id : n.actors) {
     Actor& a = state_.actors[id];
-    a.phase = ActorPhase::kPending;
+    state_.set_phase(a, ActorPhase::kPending);
     a.node.clear();
     a.credit = 0;
     a.leased = 0;
@@ -1211,15 +1231,22 @@ bool Head::check_liveness() {
       lost = true;
     }
   }
-  for (auto& [uuid, c] : state_.clients) {
-    if (!c.peer.empty() && now_ - c.last_seen > opt_.liveness * 3) {
-      client_by_peer_.erase(c.peer);
-      c.peer.clear();
-      c.gone_since = now_;
-      // Its process is gone, or cut off: its object copies cannot be served
-      // (a driver that comes back announces them again).
-      drop_objects_of(wire::kDriverHolderPrefix + uuid);
+  // The connected clients only: the records of every client the cluster
+  // ever had stay in state_.clients.
+  for (auto it = client_by_peer_.begin(); it != client_by_peer_.end();) {
+    auto cit = state_.clients.find(it->second);
+    if (cit == state_.clients.end() || now_ - cit->second.last_seen <= opt_.liveness * 3) {
+      ++it;
+      continue;
     }
+    Client& c = cit->second;
+    const std::string uuid = it->second;
+    it = client_by_peer_.erase(it);
+    c.peer.clear();
+    c.gone_since = now_;
+    // Its process is gone, or cut off: its object copies cannot be served
+    // (a driver that comes back announces them again).
+    drop_objects_of(wire::kDriverHolderPrefix + uuid);
   }
   return lost;
 }

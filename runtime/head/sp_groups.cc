@@ -36,9 +36,9 @@ bool Head::in_busy_group(const Actor& a) const {
 }
 
 void Head::form_groups() {
-  for (auto& [name, pool] : state_.pools) {
+  for (const std::string& name : state_.sp_pools) {
+    Pool& pool = state_.pools[name];
     const int32_t d = pool.rec.sp_degree;
-    if (d <= 1) continue;
     std::vector<std::pair<uint64_t, bool>> lost;  // (group, a member crashed)
     for (const auto& [gid, g] : pool.groups) {
       bool broken = false, crashed = false;

@@ -24,6 +24,7 @@ void State::apply_client(const ClientRecord& c) {
 
 void State::apply_pool(const PoolRecord& p) {
   pools[p.name].rec = p;
+  if (p.sp_degree > 1) sp_pools.insert(p.name);
   dirty_meta = true;
 }
 
@@ -32,18 +33,40 @@ void State::apply_remove_pool(const std::string& name) {
   if (it == pools.end()) return;
   for (uint64_t a : it->second.members) actors.erase(a);
   pools.erase(it);
+  unplaced.erase(name);
+  waiting.erase(name);
+  sp_pools.erase(name);
   dirty_meta = true;
 }
 
 void State::apply_actor(const ActorRecord& a) {
-  Actor& actor = actors[a.id];
-  actor.rec = a;
-  Pool& pool = pools[a.pool];
-  if (std::find(pool.members.begin(), pool.members.end(), a.id) == pool.members.end()) {
-    pool.members.push_back(a.id);
+  auto [it, fresh] = actors.try_emplace(a.id);
+  it->second.rec = a;
+  if (fresh) {  // a new member, pending until placed (a known one keeps its place)
+    pools[a.pool].members.push_back(a.id);
+    unplaced[a.pool].insert(a.id);
   }
   next_actor = std::max(next_actor, a.id + 1);
   dirty_meta = true;
+}
+
+void State::set_phase(Actor& a, ActorPhase phase) {
+  if (phase == ActorPhase::kPending) {
+    unplaced[a.rec.pool].insert(a.rec.id);
+  } else if (a.phase == ActorPhase::kPending) {
+    // The entry stays, perhaps empty: place() may be walking it.
+    if (auto it = unplaced.find(a.rec.pool); it != unplaced.end()) it->second.erase(a.rec.id);
+  }
+  a.phase = phase;
+}
+
+void State::enqueue(Pool& p, int32_t priority, uint64_t id, bool front) {
+  if (front) {
+    p.queue.push_front(priority, id);
+  } else {
+    p.queue.push_back(priority, id);
+  }
+  waiting.insert(p.rec.name);
 }
 
 void State::apply_accept(const TaskRecord& t, ClientRecord* maker) {
@@ -224,7 +247,7 @@ void State::recover(store::Loaded&& loaded) {
   std::sort(queued.begin(), queued.end(), [](const Task* a, const Task* b) { return a->ord < b->ord; });
   for (const Task* t : queued) {
     auto p = pools.find(t->mailbox);
-    if (p != pools.end()) p->second.queue.push_back(t->priority, t->id);
+    if (p != pools.end()) enqueue(p->second, t->priority, t->id);
   }
   dirty_meta = true;
 }

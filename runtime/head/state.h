@@ -194,6 +194,16 @@ class State {
   std::map<std::string, Node> nodes;  // by node id
   std::unordered_map<std::string, std::string> node_by_peer;
 
+  // Indexes that let the head's turn cost what waits, not what exists (a
+  // cluster may hold 10,000 idle actors): the pending actors of each pool,
+  // which place() visits; the pools whose mailboxes may hold calls, which
+  // dispatch() visits; and the SP pools, which form_groups() visits. Kept in
+  // step by apply_pool, apply_actor, apply_remove_pool, set_phase and enqueue;
+  // an entry of `unplaced` or `waiting` may be empty until its visitor drops it.
+  std::map<std::string, std::set<uint64_t>> unplaced;
+  std::set<std::string> waiting;
+  std::set<std::string> sp_pools;
+
   uint64_t next_ord = 1;
   uint64_t next_epoch = 1;
   uint64_t next_actor = 1;
@@ -210,6 +220,11 @@ class State {
   // Drops the pool and its actors' records (its open tasks were finished first).
   void apply_remove_pool(const std::string& name);
   void apply_actor(const ActorRecord& a);
+  // The only way an actor's phase changes (keeps `unplaced` in step).
+  void set_phase(Actor& a, ActorPhase phase);
+  // Puts a call in its pool's mailbox, at the back of its priority or, for a
+  // lease that came back, at the front (keeps `waiting` in step).
+  void enqueue(Pool& p, int32_t priority, uint64_t id, bool front = false);
   // `maker`: the record of the client that made the call (the live head has
   // it at hand), else found by the id's prefix.
   void apply_accept(const TaskRecord& t, ClientRecord* maker = nullptr);

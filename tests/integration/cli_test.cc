@@ -91,11 +91,31 @@ TEST(Cli, BadArgumentsAreRefusedClearly) {
       {"head --port 0 --metrics-port 70000", "metrics-port"},
       {"head --port 0 --metrics-port 0 --metrics-host example.com", "metrics-host"},
       {"cancel 12x", "12x"},
+      {"bench scale --actors -1", "actors"},
+      {"bench scale --queued many", "queued"},
   };
   for (const auto& c : cases) {
     CmdResult r = run(kBin + " " + c.args);
     EXPECT_NE(r.code, 0) << c.args;
     EXPECT_NE(r.out.find(c.says), std::string::npos) << c.args << " said: " << r.out;
+  }
+}
+
+// `spotlight bench scale` at a small size: every phase runs, checks its
+// results (a wrong echo or pass fails the command) and reports a figure.
+TEST(Cli, BenchScaleRunsEveryPhase) {
+  CmdResult r =
+      run(kBin + " bench scale --actors 40 --pools 10 --queued 3000 --sync-calls 100 --json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("waited in the head's mailbox at once"), std::string::npos) << r.out;
+  auto j = nlohmann::json::parse(r.out.substr(r.out.rfind('{')));
+  for (const char* key : {"1_1_actor_calls_sync", "1_1_actor_calls_sync_beside_actors",
+                          "actor_create_call_remove_per_second", "actors_spawned_per_second",
+                          "actors_launched_per_second", "actors_removed_per_second",
+                          "queued_calls_accepted_per_second", "queued_calls_run_per_second",
+                          "queued_calls_head_peak_rss_mib"}) {
+    ASSERT_TRUE(j.contains(key)) << key << " missing: " << r.out;
+    EXPECT_GT(j[key].get<double>(), 0) << key;
   }
 }
 

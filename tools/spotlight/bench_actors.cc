@@ -4,7 +4,9 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdlib>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -27,6 +29,15 @@ int step_log() {
 }
 }  // namespace
 
+double echo_sync(ActorHandle<Echo>& h, int64_t n) {
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int64_t i = 0; i < n; ++i) {
+    if (h.call(&Echo::ping, i).get() != i) throw std::runtime_error("wrong echo");
+  }
+  return static_cast<double>(n) /
+         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
 double echo_pipelined(ActorHandle<Echo>& h, int64_t n, int64_t window) {
   std::vector<Future<int64_t>> futures(static_cast<size_t>(n));
   const auto t0 = std::chrono::steady_clock::now();
@@ -41,6 +52,40 @@ double echo_pipelined(ActorHandle<Echo>& h, int64_t n, int64_t window) {
   for (; waited < n; ++waited) check(waited);
   return static_cast<double>(n) /
          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+namespace {
+struct Latch {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool open = false;
+};
+Latch& gate_latch() {
+  static Latch l;
+  return l;
+}
+}  // namespace
+
+int64_t Gate::pass(int64_t x) {
+  Latch& l = gate_latch();
+  std::unique_lock<std::mutex> lock(l.mu);
+  l.cv.wait(lock, [&] { return l.open; });
+  return x;
+}
+
+void Gate::open() {
+  Latch& l = gate_latch();
+  {
+    std::lock_guard<std::mutex> lock(l.mu);
+    l.open = true;
+  }
+  l.cv.notify_all();
+}
+
+void Gate::close() {
+  Latch& l = gate_latch();
+  std::lock_guard<std::mutex> lock(l.mu);
+  l.open = false;
 }
 
 double Caller::run(TaskContext& ctx, std::string echo, int64_t n, int64_t window) {
@@ -114,6 +159,7 @@ SpStepTimes SpStepper::run(TaskContext& ctx, int64_t steps, int64_t step_ms) {
 
 SPOTLIGHT_ACTOR(spotlight::bench::Echo, ping)
 SPOTLIGHT_ACTOR(spotlight::bench::Caller, run)
+SPOTLIGHT_ACTOR(spotlight::bench::Gate, pass, open, close)
 SPOTLIGHT_ACTOR(spotlight::bench::SpStepper, run)
 SPOTLIGHT_ACTOR(spotlight::bench::ObjectBench, put, get)
 SPOTLIGHT_ACTOR(spotlight::bench::Stepper, run)

@@ -16,9 +16,22 @@ struct Echo {
   int64_t ping(int64_t x) { return x; }
 };
 
+// Synchronous calls of Echo::ping(i), i in [0, n), one at a time; checks
+// every echo. Returns calls/s.
+double echo_sync(ActorHandle<Echo>& h, int64_t n);
+
 // Pipelined calls of Echo::ping(i), i in [0, n), keeping up to `window` in
 // flight, as Ray's async benchmark does; checks every echo. Returns calls/s.
 double echo_pipelined(ActorHandle<Echo>& h, int64_t n, int64_t window);
+
+// Holds its calls until opened, so that a benchmark can fill a mailbox
+// behind a member that is busy. Every Gate of one node process shares one
+// latch: a member of another pool on that node opens it while this one waits.
+struct Gate {
+  int64_t pass(int64_t x);  // returns x once the latch is open
+  void open();
+  void close();
+};
 
 // Calls an Echo actor from inside its task (TaskContext::runtime()), as
 // Ray's n:n benchmark does from its client actors; returns calls/s.

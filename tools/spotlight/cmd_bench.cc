@@ -96,14 +96,6 @@ double zmq_oneway(int n, const transport::ClusterKey& key = {}) {
   return n / s;
 }
 
-double calls_sync(ActorHandle<bench::Echo>& h, int n) {
-  auto t0 = Clock::now();
-  for (int i = 0; i < n; ++i) {
-    if (h.call(&bench::Echo::ping, i).get() != i) throw std::runtime_error("wrong echo");
-  }
-  return n / seconds_since(t0);
-}
-
 // Pipelined: keeps up to `window` calls in flight, like Ray's async benchmark.
 double calls_async(ActorHandle<bench::Echo>& h, int n, int window = 10000) {
   return bench::echo_pipelined(h, n, window);
@@ -139,8 +131,9 @@ void add_bench(CLI::App& app) {
   });
   CLI::App* objects = add_bench_objects(*cmd);
   CLI::App* sp_groups = add_bench_sp_groups(*cmd);
+  CLI::App* scale = add_bench_scale(*cmd);
   cmd->callback([=] {
-    if (sp->parsed() || objects->parsed() || sp_groups->parsed()) return;
+    if (sp->parsed() || objects->parsed() || sp_groups->parsed() || scale->parsed()) return;
     nlohmann::json out;
     auto report = [&](const char* name, double v, const char* unit, double ceiling = 0) {
       out[name] = std::round(v);
@@ -176,7 +169,7 @@ void add_bench(CLI::App& app) {
     auto runtime = cluster.connect();
     auto echo = runtime.spawn<bench::Echo>("bench-echo", on_market("any").ahead(kPrefetch));
     echo.call(&bench::Echo::ping, 0).get();  // placed and warm
-    report("1_1_actor_calls_sync", calls_sync(echo, *sync_calls), "calls/s", rt);
+    report("1_1_actor_calls_sync", bench::echo_sync(echo, *sync_calls), "calls/s", rt);
     report("1_1_actor_calls_async", calls_async(echo, *async_calls), "calls/s", ow);
 
     // n callers, each with its own connection, each calling its own actor.

@@ -10,6 +10,7 @@ void add_status(CLI::App& app);  // status, drain and stop
 void add_bench(CLI::App& app);
 CLI::App* add_bench_objects(CLI::App& bench);    // `spotlight bench objects`
 CLI::App* add_bench_sp_groups(CLI::App& bench);  // `spotlight bench sp-groups`
+CLI::App* add_bench_scale(CLI::App& bench);      // `spotlight bench scale`
 void add_replay(CLI::App& app);
 // --key KEY (or $SPOTLIGHT_CLUSTER_KEY): the cluster key of this command's connections.
 void add_key_option(CLI::App* cmd);

@@ -1,0 +1,213 @@
+// `spotlight bench scale`: the runtime at Ray's scalability envelope, on a
+// local cluster: actors launched and removed per second (Ray's many_actors:
+// 10,000 actors at 551/s), a pool created, called and removed per second
+// (the nearest of Ray's figures: placement_group_create/removal, 839/s),
+// synchronous calls with those actors idle beside the caller's (what every
+// actor the head holds costs each call), and a mailbox of 1,000,000 calls
+// queued behind a busy actor, then run (Ray: 1,000,000 tasks queued on one
+// node in 184 s).
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "spotlight/spotlight.h"
+#include "tools/spotlight/bench_actors.h"
+#include "tools/spotlight/commands.h"
+
+namespace spotlight::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+constexpr int kMaxSlotsPerNode = 4096;  // what `spotlight join --slots` allows
+constexpr int kSpareSlots = 4;          // the echo, the gate, its opener, one create/remove actor
+
+struct ScaleOptions {
+  int actors = 10000;
+  int pools = 1000;
+  int queued = 1000000;
+  int sync_calls = 5000;
+  bool json = false;
+};
+
+// N lone actors, each spawned (committed at the head) and then called once,
+// the calls pipelined (Ray's many_actors: create, then get one call of each).
+struct Launch {
+  double spawn_s = 0, first_calls_s = 0;
+};
+Launch launch_actors(Runtime& rt, int n, std::vector<std::string>& names) {
+  Launch out;
+  auto t0 = Clock::now();
+  std::vector<ActorHandle<bench::Echo>> handles;
+  handles.reserve(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) {
+    names.push_back("scale-" + std::to_string(i));
+    handles.push_back(rt.spawn<bench::Echo>(names.back()));
+  }
+  out.spawn_s = seconds_since(t0);
+  auto t1 = Clock::now();
+  std::vector<Future<int64_t>> first;
+  first.reserve(handles.size());
+  for (int i = 0; i < n; ++i)
+    first.push_back(handles[static_cast<size_t>(i)].call(&bench::Echo::ping, int64_t{i}));
+  for (int i = 0; i < n; ++i) {
+    if (first[static_cast<size_t>(i)].get() != i)
+      throw std::runtime_error("scale bench: wrong echo");
+  }
+  out.first_calls_s = seconds_since(t1);
+  return out;
+}
+
+// One lone actor at a time: spawned, called once, removed (its slot freed).
+double create_call_remove(Runtime& rt, int rounds) {
+  auto t0 = Clock::now();
+  for (int i = 0; i < rounds; ++i) {
+    const std::string name = "scale-cycle-" + std::to_string(i);
+    auto h = rt.spawn<bench::Echo>(name);
+    if (h.call(&bench::Echo::ping, int64_t{i}).get() != i)
+      throw std::runtime_error("scale bench: wrong echo");
+    rt.remove_pool(name);
+  }
+  return rounds / seconds_since(t0);
+}
+
+// A process's peak resident memory in MiB (VmHWM), 0 where /proc does not say.
+double peak_rss_mib(int pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string key;
+  while (in >> key) {
+    if (key == "VmHWM:") {
+      double kib = 0;
+      in >> kib;
+      return kib / 1024;
+    }
+    in.ignore(1 << 12, '\n');
+  }
+  return 0;
+}
+
+struct Queued {
+  double accept_s = 0, run_s = 0;
+  uint64_t queued_at_head = 0;  // the mailbox's depth once all were accepted
+  double head_peak_mib = 0;     // the head's peak resident memory, read while they waited
+};
+// `n` calls to a Gate whose member holds its first call: all but the few it
+// holds leased wait in the head's durable mailbox until the gate opens.
+Queued queue_behind_gate(LocalCluster& cluster, int n) {
+  ConnectOptions co;
+  co.max_pending = static_cast<size_t>(n) + 16;
+  Runtime rt = cluster.connect(co);
+  // Both on one node: they share its process's latch.
+  const std::string node = rt.status().nodes.at(0).id;
+  // Ahead 1,024 as in `spotlight bench`: at the default 16 a lone actor of
+  // instant calls takes at most 16 per turn of the head.
+  auto gate = rt.spawn<bench::Gate>("scale-gate", on_market("any").on_node(node).ahead(1024));
+  auto opener = rt.spawn<bench::Gate>("scale-gate-opener", on_market("any").on_node(node));
+  opener.call(&bench::Gate::close).get();
+  Queued out;
+  std::vector<Future<int64_t>> calls;
+  calls.reserve(static_cast<size_t>(n));
+  auto t0 = Clock::now();
+  for (int i = 0; i < n; ++i) calls.push_back(gate.call(&bench::Gate::pass, int64_t{i}));
+  rt.wait_accepted(std::chrono::minutes(10));
+  out.accept_s = seconds_since(t0);
+  for (const auto& p : rt.status().pools) {
+    if (p.name == "scale-gate") out.queued_at_head = p.queued;
+  }
+  out.head_peak_mib = peak_rss_mib(cluster.head_pid());
+  auto t1 = Clock::now();
+  opener.call(&bench::Gate::open).get();
+  for (int i = 0; i < n; ++i) {
+    if (calls[static_cast<size_t>(i)].get() != i)
+      throw std::runtime_error("scale bench: wrong pass");
+  }
+  out.run_s = seconds_since(t1);
+  return out;
+}
+
+void run_scale(const ScaleOptions& o) {
+  nlohmann::json out;
+  auto report = [&](const char* name, double v, const char* unit, const char* peer = nullptr) {
+    out[name] = std::round(v * 10) / 10;
+    std::printf("%-40s %12.1f %s%s%s\n", name, v, unit, peer ? "   " : "", peer ? peer : "");
+    std::fflush(stdout);
+  };
+  const int slots_needed = o.actors + kSpareSlots;
+  ClusterOptions co;
+  co.nodes = (slots_needed + kMaxSlotsPerNode - 1) / kMaxSlotsPerNode;
+  co.slots = (slots_needed + co.nodes - 1) / co.nodes;
+  std::printf(
+      "Local cluster: head + %d node(s) of %d slots, durable mailboxes, CURVE with a cluster key\n",
+      co.nodes, co.slots);
+  auto cluster = local_cluster(co);
+  auto rt = cluster.connect();
+
+  auto echo = rt.spawn<bench::Echo>("scale-echo");
+  echo.call(&bench::Echo::ping, int64_t{0}).get();
+  const double sync_alone = bench::echo_sync(echo, o.sync_calls);
+  report("1_1_actor_calls_sync", sync_alone, "calls/s (no other actor)");
+
+  if (o.pools > 0) {
+    report("actor_create_call_remove_per_second", create_call_remove(rt, o.pools), "/s",
+           "(Ray 2.22 placement_group_create/removal: 839/s, no actor)");
+  }
+
+  if (o.actors > 0) {
+    std::vector<std::string> names;
+    const Launch l = launch_actors(rt, o.actors, names);
+    report("actors_spawned_per_second", o.actors / l.spawn_s, "/s (committed, one at a time)");
+    report("actors_launched_per_second", o.actors / (l.spawn_s + l.first_calls_s),
+           "/s (spawned and called once)", "(Ray many_actors: 551/s)");
+    const double sync_beside = bench::echo_sync(echo, o.sync_calls);
+    char note[96];
+    std::snprintf(note, sizeof note, "calls/s beside %d idle actors (%.0f%% of alone)", o.actors,
+                  100.0 * sync_beside / sync_alone);
+    report("1_1_actor_calls_sync_beside_actors", sync_beside, note);
+    auto t0 = Clock::now();
+    for (const auto& name : names) rt.remove_pool(name);
+    report("actors_removed_per_second", o.actors / seconds_since(t0), "/s (one at a time)");
+  }
+
+  if (o.queued > 0) {
+    const Queued q = queue_behind_gate(cluster, o.queued);
+    std::printf("%d calls queued behind a busy actor: %llu waited in the head's mailbox at once\n",
+                o.queued, static_cast<unsigned long long>(q.queued_at_head));
+    report("queued_calls_head_peak_rss_mib", q.head_peak_mib,
+           "MiB (the head's peak resident memory)");
+    report("queued_calls_accepted_per_second", o.queued / q.accept_s, "calls/s (durable)");
+    report("queued_calls_run_per_second", o.queued / q.run_s, "calls/s (the mailbox emptied)");
+    report("queued_calls_total_seconds", q.accept_s + q.run_s, "s",
+           "(Ray: 1,000,000 tasks queued on one node, 184 s)");
+  }
+  cluster.stop();
+  if (o.json) std::cout << out.dump() << std::endl;
+}
+
+}  // namespace
+
+CLI::App* add_bench_scale(CLI::App& bench) {
+  auto o = std::make_shared<ScaleOptions>();
+  CLI::App* cmd = bench.add_subcommand(
+      "scale",
+      "Many actors, pools created and removed, a million queued calls (Ray's scalability figures)");
+  cmd->add_option("--actors", o->actors, "Lone actors launched, then removed (0: skip)")
+      ->check(CLI::Range(0, 100000));
+  cmd->add_option("--pools", o->pools, "Actors created, called once and removed in turn (0: skip)")
+      ->check(CLI::Range(0, 1000000));
+  cmd->add_option("--queued", o->queued, "Calls queued behind a busy actor, then run (0: skip)")
+      ->check(CLI::Range(0, 10000000));
+  cmd->add_option("--sync-calls", o->sync_calls, "Synchronous calls per measurement")
+      ->check(CLI::Range(100, 10000000));
+  cmd->add_flag("--json", o->json, "End with one JSON line of the figures");
+  cmd->callback([o] { run_scale(*o); });
+  return cmd;
+}
+
+}  // namespace spotlight::cli
