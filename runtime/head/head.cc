@@ -58,7 +58,7 @@ Head::Head(HeadOptions options) : opt_(std::move(options)) {
     metrics_server_ = std::make_unique<MetricsServer>(opt_.metrics_host, opt_.metrics_port, [this] {
       return metrics_exchange_.request(std::chrono::seconds(2));
     });
-    spdlog::info("metrics on http://{}/metrics", metrics_address());
+    spdlog::info("status page on http://{}/ (metrics at /metrics)", metrics_address());
   }
   if (!opt_.port_file.empty()) {
     std::string tmp = opt_.port_file + ".tmp";
@@ -104,7 +104,7 @@ void Head::run() {
     }
     turn();
     if (check_liveness()) turn();  // re-queued tasks and freed actors are served at once
-    metrics_exchange_.serve([this] { return prometheus_text(status()); });
+    metrics_exchange_.serve([this] { return pack(status()); });  // rendered by the HTTP server
     if (now_ >= next_heartbeat_) {
       send_heartbeats();
       next_heartbeat_ = now_ + opt_.heartbeat;

@@ -21,7 +21,8 @@ std::string prometheus_text(const ClusterStatus& s);
 // A label value as Prometheus's text format quotes it: \ " and newline escaped.
 std::string prometheus_label(const std::string& value);
 
-// One rendering at a time, asked for by any thread and made on the head's.
+// One rendering at a time, asked for by any thread and made on the head's
+// (the head hands over its status packed; the server renders each format).
 class MetricsExchange {
  public:
   // Waits up to `timeout` for the head's loop to render; nullopt if it did not.

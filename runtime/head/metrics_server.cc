@@ -8,6 +8,10 @@
 #include <chrono>
 #include <thread>
 
+#include "head/dashboard.h"
+#include "head/metrics.h"
+#include "spotlight/codec.h"
+
 namespace spotlight::head {
 
 namespace beast = boost::beast;
@@ -26,8 +30,8 @@ constexpr size_t kBodyLimit = 4 * 1024;
 // One connection: requests in turn, kept alive while the client asks.
 class Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(tcp::socket socket, const MetricsServer::Source& metrics)
-      : stream_(std::move(socket)), metrics_(metrics) {}
+  Session(tcp::socket socket, const MetricsServer::Source& status)
+      : stream_(std::move(socket)), status_(status) {}
   void start() { read(); }
 
  private:
@@ -65,25 +69,41 @@ class Session : public std::enable_shared_from_this<Session> {
     return res;
   }
 
+  static bool is_page(beast::string_view target) {
+    return target == "/" || target == "/index.html" || target == "/status.json" ||
+           target == "/metrics" || target == "/healthz";
+  }
+
+  http::response<http::string_body> render(beast::string_view target, const ClusterStatus& s,
+                                           unsigned v) {
+    if (target == "/healthz") return reply(http::status::ok, "ok\n", v);
+    if (target == "/metrics") {
+      return reply(http::status::ok, prometheus_text(s), v,
+                   "text/plain; version=0.0.4; charset=utf-8");
+    }
+    if (target == "/status.json")
+      return reply(http::status::ok, status_json(s), v, "application/json");
+    return reply(http::status::ok, dashboard_html(s), v, "text/html; charset=utf-8");
+  }
+
   http::response<http::string_body> answer(const http::request<http::string_body>& req) {
     const unsigned v = req.version();
     http::response<http::string_body> res;
     if (req.method() != http::verb::get && req.method() != http::verb::head) {
       res = reply(http::status::method_not_allowed, "only GET\n", v);
       res.set(http::field::allow, "GET, HEAD");
-    } else if (req.target() == "/metrics" || req.target() == "/healthz") {
-      std::optional<std::string> text = metrics_();
-      if (!text) {
+    } else if (is_page(req.target())) {
+      // One snapshot of the head's status, packed by its loop; rendered here.
+      std::optional<std::string> packed = status_();
+      if (!packed) {
         res =
             reply(http::status::service_unavailable, "the head's loop did not answer in time\n", v);
-      } else if (req.target() == "/healthz") {
-        res = reply(http::status::ok, "ok\n", v);
       } else {
-        res = reply(http::status::ok, std::move(*text), v,
-                    "text/plain; version=0.0.4; charset=utf-8");
+        res = render(req.target(), unpack<ClusterStatus>(*packed), v);
       }
     } else {
-      res = reply(http::status::not_found, "not found: try /metrics or /healthz\n", v);
+      res = reply(http::status::not_found,
+                  "not found: try / (the status page), /status.json, /metrics or /healthz\n", v);
     }
     res.keep_alive(req.keep_alive());
     if (req.method() == http::verb::head) {
@@ -112,7 +132,7 @@ class Session : public std::enable_shared_from_this<Session> {
   beast::tcp_stream stream_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
-  const MetricsServer::Source& metrics_;
+  const MetricsServer::Source& status_;
 };
 
 }  // namespace
@@ -120,14 +140,14 @@ class Session : public std::enable_shared_from_this<Session> {
 struct MetricsServer::Impl {
   net::io_context ioc{1};
   tcp::acceptor acceptor{ioc};
-  Source metrics;
+  Source status;
   std::thread thread;
 
   void accept() {
     acceptor.async_accept([this](beast::error_code ec, tcp::socket socket) {
       if (ec == net::error::operation_aborted) return;  // closing
       if (!ec)
-        std::make_shared<Session>(std::move(socket), metrics)->start();
+        std::make_shared<Session>(std::move(socket), status)->start();
       else
         spdlog::warn("metrics: accept failed: {}", ec.message());
       accept();
@@ -135,9 +155,9 @@ struct MetricsServer::Impl {
   }
 };
 
-MetricsServer::MetricsServer(const std::string& host, int port, Source metrics)
+MetricsServer::MetricsServer(const std::string& host, int port, Source status)
     : impl_(std::make_unique<Impl>()) {
-  impl_->metrics = std::move(metrics);
+  impl_->status = std::move(status);
   beast::error_code ec;
   const auto address = net::ip::make_address(host, ec);
   if (ec) throw std::runtime_error("metrics: '" + host + "' is not an IP address: " + ec.message());

@@ -1,11 +1,14 @@
-// The head's HTTP endpoint (`spotlight head --metrics-port`): GET /metrics
-// shows what the head holds now, GET /healthz answers while its loop turns,
-// and requests that are not a scrape get a clear status without stopping it.
+// The head's HTTP endpoint (`spotlight head --metrics-port`): GET /metrics,
+// the status page (GET /) and /status.json show what the head holds now,
+// GET /healthz answers while its loop turns, and requests that are not a
+// scrape get a clear status without stopping it.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
+
+#include <nlohmann/json.hpp>
 
 #include "support/cluster.h"
 #include "support/test_actors.h"
@@ -81,6 +84,20 @@ TEST(MetricsEndpoint, ShowsTheClusterAndRefusesWhatIsNotAScrape) {
   EXPECT_NE(m.find("spotlight_nodes{state=\"alive\"} 0\n"), std::string::npos) << m;
   EXPECT_NE(m.find("spotlight_calls_total 5\n"), std::string::npos) << m;
 
+  // The page for people, and the same status for programs.
+  const std::string page = get(at, "GET / HTTP/1.1");
+  EXPECT_EQ(page.rfind("HTTP/1.1 200", 0), 0u) << page.substr(0, 300);
+  EXPECT_NE(page.find("text/html; charset=utf-8"), std::string::npos);
+  EXPECT_NE(page.find("<td>metrics-waiting</td>"), std::string::npos) << page;
+  EXPECT_NE(page.find("<b>5</b>calls waiting"), std::string::npos) << page;
+  const std::string js = get(at, "GET /status.json HTTP/1.1");
+  EXPECT_NE(js.find("application/json"), std::string::npos) << js.substr(0, 300);
+  auto j = nlohmann::json::parse(js.substr(js.find("\r\n\r\n") + 4));
+  ASSERT_EQ(j["pools"].size(), 1u) << js;
+  EXPECT_EQ(j["pools"][0]["name"], "metrics-waiting");
+  EXPECT_EQ(j["pools"][0]["queued"], 5);
+  EXPECT_EQ(j["metrics_address"], at);
+
   EXPECT_EQ(get(at, "GET /healthz HTTP/1.1").rfind("HTTP/1.1 200", 0), 0u);
   EXPECT_EQ(get(at, "HEAD /metrics HTTP/1.1").rfind("HTTP/1.1 200", 0), 0u);
   EXPECT_EQ(get(at, "GET /nope HTTP/1.1").rfind("HTTP/1.1 404", 0), 0u);
@@ -104,6 +121,8 @@ TEST(MetricsEndpoint, ShowsTheClusterAndRefusesWhatIsNotAScrape) {
       << after;
   EXPECT_NE(after.find("spotlight_nodes{state=\"alive\"} 1\n"), std::string::npos) << after;
   EXPECT_NE(after.find("spotlight_results_ok_total 5\n"), std::string::npos) << after;
+  const std::string page_after = get(at, "GET /index.html HTTP/1.1");
+  EXPECT_NE(page_after.find("<b>1</b>nodes alive"), std::string::npos) << page_after;
 }
 
 TEST(MetricsEndpoint, OffByDefault) {

@@ -55,9 +55,10 @@ void add_head(CLI::App& app) {
          "Cluster key (64 hex digits) that joining machines and drivers must hold; default: "
          "$SPOTLIGHT_CLUSTER_KEY, else the one kept in STORE.key, made on first start")
       ->check(key_validator());
-  cmd->add_option("--metrics-port", opt->metrics_port,
-                  "Serve GET /metrics (Prometheus) and /healthz on this port (0: a free one; "
-                  "default: off)")
+  cmd->add_option(
+         "--metrics-port", opt->metrics_port,
+         "Serve a status page (GET /), /status.json, /metrics (Prometheus) and /healthz on "
+         "this port (0: a free one; default: off)")
       ->check(CLI::Range(0, 65535));
   cmd->add_option("--metrics-host", opt->metrics_host,
                   "Address the metrics endpoint listens on; it has no key, so the default keeps it "

@@ -15,46 +15,11 @@ std::string default_address() {
   return env ? env : "127.0.0.1:6380";
 }
 
-nlohmann::json to_json(const ClusterStatus& s) {
-  nlohmann::json j;
-  j["boot"] = s.boot;
-  j["store"] = s.store;
-  j["tasks_live"] = s.tasks_live;
-  j["counters"] = s.counters;
-  j["metrics_address"] = s.metrics_address;
-  for (const auto& n : s.nodes) {
-    j["nodes"].push_back({{"id", n.id}, {"host", n.host}, {"market", n.market}, {"state", n.state},
-                          {"slots", n.slots}, {"used", n.used}, {"pid", n.pid},
-                          {"last_heartbeat_ms", n.last_heartbeat_ms}, {"running", n.running},
-                          {"object_address", n.object_address}});
-  }
-  for (const auto& p : s.pools) {
-    j["pools"].push_back({{"name", p.name},
-                          {"type", p.type},
-                          {"market", p.market},
-                          {"size", p.size},
-                          {"placed", p.placed},
-                          {"queued", p.queued},
-                          {"leased", p.leased},
-                          {"queued_by_priority", p.by_priority}});
-  }
-  for (const auto& a : s.actors) {
-    j["actors"].push_back({{"id", a.id}, {"pool", a.pool}, {"node", a.node}, {"state", a.state},
-                           {"incarnation", a.incarnation}, {"leased", a.leased},
-                           {"completed", a.completed}});
-  }
-  for (const auto& g : s.groups) {
-    j["groups"].push_back({{"pool", g.pool}, {"name", g.name}, {"epoch", g.epoch}, {"members", g.members},
-                           {"task", g.task}});
-  }
-  return j;
-}
-
 void print_table(const ClusterStatus& s) {
   std::cout << "head boot " << s.boot << ", store " << s.store << ", " << s.tasks_live
             << " live tasks\n";
   if (!s.metrics_address.empty())
-    std::cout << "metrics: http://" << s.metrics_address << "/metrics\n";
+    std::cout << "status page: http://" << s.metrics_address << "/ (metrics at /metrics)\n";
   std::cout << "\nNODES\n";
   std::cout << std::left << std::setw(28) << "id" << std::setw(10) << "market" << std::setw(8)
             << "state" << std::setw(10) << "slots" << std::setw(10) << "running"
@@ -118,7 +83,7 @@ void add_status(CLI::App& app) {
   st->callback([=] {
     ClusterStatus s = cluster_status(*address, std::chrono::milliseconds(*timeout));
     if (*json) {
-      std::cout << to_json(s).dump() << "\n";
+      std::cout << status_json(s) << "\n";
     } else {
       print_table(s);
     }

@@ -79,6 +79,10 @@ struct ClusterStatus {
   MSGPACK_DEFINE(boot, store, nodes, pools, actors, tasks_live, counters, groups, metrics_address)
 };
 
+// The status as one JSON object: what `spotlight status --json` prints and
+// the head's HTTP endpoint serves at /status.json (`--metrics-port`).
+std::string status_json(const ClusterStatus& s);
+
 // One call as the head holds it (Runtime::tasks, `spotlight tasks`).
 struct TaskInfo {
   uint64_t id = 0;      // what Runtime::cancel and Runtime::fetch take
