@@ -4,6 +4,7 @@
 
 #include "common/process.h"
 #include "support/cluster.h"
+#include "support/fake_head.h"
 #include "support/raw_peer.h"
 #include "support/test_actors.h"
 #include "transport/socket.h"
@@ -228,36 +229,20 @@ TEST(BadInput, UnknownActorMethodAndArgumentsAreCounted) {
 
 // A node facing a head that sends garbage answers with errors and stays up.
 TEST(BadInput, NodeSurvivesBadFramesFromItsHead) {
-  int port = 0;
-  std::vector<std::string> env = testing::key_env();
-  zmq::socket_t fake_head =
-      transport::make_router("tcp://127.0.0.1:0", 1 << 20, &port, transport::process_key());
-  pid_t node = common::spawn({SPOTLIGHT_TEST_BIN, "join", "127.0.0.1:" + std::to_string(port),
-                              "--market", "spot", "--slots", "1", "--heartbeat-ms", "50"},
-                             "", env);
-  auto recv = [&](std::chrono::milliseconds timeout) -> std::optional<std::pair<std::string, std::string>> {
-    zmq::pollitem_t items[] = {{fake_head.handle(), 0, ZMQ_POLLIN, 0}};
-    zmq::poll(items, 1, timeout);
-    auto m = transport::try_recv_routed(fake_head);
-    if (!m) return std::nullopt;
-    return std::make_pair(m->peer, std::string(static_cast<const char*>(m->payload.data()), m->payload.size()));
-  };
-  // Wait for its hello and welcome it.
-  std::string peer;
-  for (int i = 0; i < 200 && peer.empty(); ++i) {
-    auto m = recv(std::chrono::milliseconds(50));
-    if (m && wire::decode(m->second).type == wire::MsgType::kHelloNode) peer = m->first;
-  }
-  ASSERT_FALSE(peer.empty()) << "the node never said hello";
-  transport::send_routed(fake_head, peer, wire::encode(wire::Welcome{1, 0, 50, 1000, 1 << 20, {}}));
-  transport::send_routed(fake_head, peer, "\xc1\xc1 garbage");
-  transport::send_routed(fake_head, peer, pack(std::make_tuple(wire::kProtocolVersion + 1, 5, 0, 0)));
-  transport::send_routed(fake_head, peer, wire::encode(wire::Tasks{{wire::Task{1, 99, 1, "x", {}, 1, false, {}, {}}}}));
-  transport::send_routed(fake_head, peer, wire::encode(wire::Place{7, "p", "NoSuchType", 1, 1, false, {}}));
+  testing::FakeHead head;
+  pid_t node = common::spawn({SPOTLIGHT_TEST_BIN, "join", head.address(), "--market", "spot",
+                              "--slots", "1", "--heartbeat-ms", "50"},
+                             "", testing::key_env());
+  ASSERT_FALSE(head.wait_for_hello().empty());
+  head.send(wire::encode(wire::Welcome{1, 0, 50, 1000, 1 << 20, {}}));
+  head.send("\xc1\xc1 garbage");
+  head.send(pack(std::make_tuple(wire::kProtocolVersion + 1, 5, 0, 0)));
+  head.send(wire::encode(wire::Tasks{{wire::Task{1, 99, 1, "x", {}, 1, false, {}, {}}}}));
+  head.send(wire::encode(wire::Place{7, "p", "NoSuchType", 1, 1, false, {}}));
   int errors = 0, placed_failures = 0, heartbeats_after = 0;
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
   while (std::chrono::steady_clock::now() < deadline && (errors < 2 || placed_failures < 1 || heartbeats_after < 3)) {
-    auto m = recv(std::chrono::milliseconds(100));
+    auto m = head.recv(std::chrono::milliseconds(100));
     if (!m) continue;
     wire::Envelope env = wire::decode(m->second);
     if (env.type == wire::MsgType::kError) ++errors;
@@ -268,7 +253,7 @@ TEST(BadInput, NodeSurvivesBadFramesFromItsHead) {
   EXPECT_EQ(placed_failures, 1) << "placing an unknown type is refused, not fatal";
   EXPECT_GE(heartbeats_after, 3) << "the node is still alive";
   EXPECT_EQ(common::wait_exit(node, std::chrono::milliseconds(0)), -1) << "the node exited";
-  transport::send_routed(fake_head, peer, wire::encode_empty(wire::MsgType::kShutdown));
+  head.send(wire::encode_empty(wire::MsgType::kShutdown));
   EXPECT_EQ(common::wait_exit(node, std::chrono::seconds(10)), 0) << "shutdown is a clean exit";
 }
 

@@ -20,6 +20,8 @@ class RawPeer {
       : s_(transport::make_dealer(transport::endpoint(address), "raw-" + std::to_string(++n_),
                                   transport::process_key(), false)) {}
   void send(const std::string& frame) { transport::send(s_, frame); }
+  // Waits for room rather than drop the frame when the pipe is full.
+  void send_all(const std::string& frame) { s_.send(zmq::buffer(frame), zmq::send_flags::none); }
   // The next reply that is not a heartbeat.
   std::optional<wire::Envelope> reply(std::chrono::milliseconds timeout = std::chrono::seconds(5)) {
     auto deadline = std::chrono::steady_clock::now() + timeout;
@@ -33,6 +35,13 @@ class RawPeer {
       }
     }
     return std::nullopt;
+  }
+  // Reads whatever came back, without waiting (a peer that sends much must
+  // read too); frames that do not decode are kept and skipped.
+  void drain() {
+    while (auto m = transport::try_recv(s_))
+      frames_.emplace_back(static_cast<const char*>(m->data()), m->size());
+    while (frames_.size() > 64) frames_.pop_front();
   }
   // Says hello as client `id` (a node's connection for its tasks' calls with
   // `node_id`); returns the client number the head gave it.
