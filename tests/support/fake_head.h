@@ -9,6 +9,7 @@
 #include <string>
 #include <utility>
 
+#include "transport/cluster_key.h"
 #include "transport/socket.h"
 #include "wire/envelope.h"
 
@@ -16,9 +17,11 @@ namespace spotlight::testing {
 
 class FakeHead {
  public:
+  // Under this process's cluster key, made now if need be: the node it
+  // spawns gets the same one (key_env()).
   FakeHead()
       : router_(transport::make_router("tcp://127.0.0.1:0", 1 << 20, &port_,
-                                       transport::process_key())) {}
+                                       transport::process_key_or_new())) {}
   std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
   // The next frame from any peer: (routing id, payload), or nullopt after `timeout`.
   std::optional<std::pair<std::string, std::string>> recv(std::chrono::milliseconds timeout) {
