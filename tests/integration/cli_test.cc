@@ -102,7 +102,8 @@ TEST(Cli, BadArgumentsAreRefusedClearly) {
 }
 
 // `spotlight bench scale` at a small size: every phase runs, checks its
-// results (a wrong echo or pass fails the command) and reports a figure.
+// results (a wrong echo or pass fails the command, and so does a queued call
+// lost to the head's restart) and reports a figure.
 TEST(Cli, BenchScaleRunsEveryPhase) {
   CmdResult r =
       run(kBin + " bench scale --actors 40 --pools 10 --queued 3000 --sync-calls 100 --json");
@@ -113,7 +114,8 @@ TEST(Cli, BenchScaleRunsEveryPhase) {
                           "actor_create_call_remove_per_second", "actors_spawned_per_second",
                           "actors_launched_per_second", "actors_removed_per_second",
                           "queued_calls_accepted_per_second", "queued_calls_run_per_second",
-                          "queued_calls_head_peak_rss_mib"}) {
+                          "queued_calls_head_peak_rss_mib", "queued_calls_head_restart_seconds",
+                          "queued_calls_first_call_after_restart_seconds"}) {
     ASSERT_TRUE(j.contains(key)) << key << " missing: " << r.out;
     EXPECT_GT(j[key].get<double>(), 0) << key;
   }
