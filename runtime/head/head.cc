@@ -337,10 +337,19 @@ void Head::on_hello_node(const std::string& peer, const wire::HelloNode& h, uint
   n.types = std::set<std::string>(h.types.begin(), h.types.end());
   n.last_seen = now_;
   state_.node_by_peer[peer] = h.node_id;
-  w.adopted = adopt(n, h);
+  wire::Cancel stale;
+  w.adopted = adopt(n, h, stale);
   spdlog::info("node {} joined: {} {} slots on {} (pid {}), {} actor types", n.id, n.market, n.slots,
                n.host, n.pid, n.types.size());
   to_nodes_[peer].frames.push_back(wire::encode(w, rid));
+  // Right behind the Welcome (the node takes nothing before it) and ahead of
+  // any Tasks of this turn: a task re-queued here may be leased to this very
+  // node again in the same turn, under the same id, and the node must drop
+  // the old copy, not the new lease.
+  if (!stale.ids.empty()) {
+    count("stale_tasks_cancelled_on_nodes", stale.ids.size());
+    to_nodes_[peer].frames.push_back(wire::encode(stale));
+  }
 }
 
 void Head::on_hello_client(const std::string& peer, const wire::HelloClient& h, uint64_t rid) {
@@ -825,14 +834,14 @@ void Head::requeue_front(std::vector<Task*>& tasks, bool handed_back) {
   }
 }
 
-std::vector<uint64_t> Head::adopt(Node& n, const wire::HelloNode& hello) {
+std::vector<uint64_t> Head::adopt(Node& n, const wire::HelloNode& hello, wire::Cancel& stale) {
   std::vector<uint64_t> adopted;
   // Leases the node still holds, by actor. A lease it does not list ended
   // with a result this head never saw: it goes back to its mailbox below.
   std::unordered_set<uint64_t> held(hello.held.begin(), hello.held.end());
   std::unordered_map<uint64_t, uint64_t> leases;
-  for (const auto& [id, t] : state_.tasks) {
-    if (t.state == TaskState::kLeased && t.node == n.id && held.count(id)) leases[t.actor]++;
+  for (uint64_t id : state_.leased_ids(n.id)) {
+    if (held.count(id)) leases[state_.tasks.at(id).actor]++;
   }
   for (const auto& h : hello.hosted) {
     auto it = state_.actors.find(h.actor_id);
@@ -859,26 +868,21 @@ std::vector<uint64_t> Head::adopt(Node& n, const wire::HelloNode& hello) {
   }
   // Leases of actors it no longer has (or that moved) go back to their mailboxes.
   std::vector<Task*> orphans;
-  for (auto& [id, t] : state_.tasks) {
-    if (t.state == TaskState::kLeased && t.node == n.id && (!n.actors.count(t.actor) || !held.count(id))) {
-      orphans.push_back(&t);
-    }
+  for (uint64_t id : state_.leased_ids(n.id)) {
+    Task& t = state_.tasks.at(id);
+    if (!n.actors.count(t.actor) || !held.count(id)) orphans.push_back(&t);
   }
   requeue_front(orphans, false);
   count("tasks_requeued", orphans.size());
   // Tasks it holds that are no longer its leases here (finished meanwhile,
   // cancelled by a head that died before telling it, or re-queued above): it
-  // drops or stops them, after the Welcome. Their results would be stale.
-  wire::Cancel stale;
+  // drops or stops them (the caller sends `stale` after the Welcome). Their
+  // results would be stale.
   for (uint64_t id : hello.held) {
     auto it = state_.tasks.find(id);
     if (it == state_.tasks.end() || it->second.state != TaskState::kLeased ||
         it->second.node != n.id)
       stale.ids.push_back(id);
-  }
-  if (!stale.ids.empty()) {
-    count("stale_tasks_cancelled_on_nodes", stale.ids.size());
-    to_callers_[n.peer].frames.push_back(wire::encode(stale));
   }
   return adopted;
 }
@@ -886,10 +890,10 @@ std::vector<uint64_t> Head::adopt(Node& n, const wire::HelloNode& hello) {
 void Head::end_grace() {
   grace_over_ = true;
   std::vector<Task*> orphans;
-  for (auto& [id, t] : state_.tasks) {
-    if (t.state != TaskState::kLeased) continue;
-    auto n = state_.nodes.find(t.node);
-    if (n == state_.nodes.end() || !n->second.alive) orphans.push_back(&t);
+  for (const auto& [node, ids] : state_.leased_on) {
+    auto n = state_.nodes.find(node);
+    if (n != state_.nodes.end() && n->second.alive) continue;
+    for (uint64_t id : ids) orphans.push_back(&state_.tasks.at(id));
   }
   requeue_front(orphans, false);
   count("tasks_requeued", orphans.size());
@@ -1202,9 +1206,7 @@ void Head::node_dead(Node& n, const char* why) {
   state_.node_by_peer.erase(n.peer);
   // Tasks leased to its actors go back to the front of their mailboxes, in arrival order.
   std::vector<Task*> leased;
-  for (auto& [id, t] : state_.tasks) {
-    if (t.state == TaskState::kLeased && t.node == n.id) leased.push_back(&t);
-  }
+  for (uint64_t id : state_.leased_ids(n.id)) leased.push_back(&state_.tasks.at(id));
   for (Task* t : leased) {
     Pool& pool = state_.pools[t->mailbox];
     if (pool.leased > 0) pool.leased -= 1;

@@ -202,8 +202,9 @@ class Head {
   // Releases a lease that ends without its holder's completion.
   void end_lease(Task& t);
   void node_dead(Node& n, const char* why);
-  // Takes back the actors a node still hosts from an earlier boot or session.
-  std::vector<uint64_t> adopt(Node& n, const wire::HelloNode& h);
+  // Takes back the actors a node still hosts from an earlier boot or session;
+  // `stale` gets the tasks it holds that are no longer its leases here.
+  std::vector<uint64_t> adopt(Node& n, const wire::HelloNode& h, wire::Cancel& stale);
   // After a restart: leases of nodes that did not come back go back to their mailboxes.
   void end_grace();
   // Re-queues `tasks` at the front of their mailboxes, in arrival order.

@@ -71,7 +71,9 @@ void State::enqueue(Pool& p, int32_t priority, uint64_t id, bool front) {
 
 void State::apply_accept(const TaskRecord& t, ClientRecord* maker) {
   Task& task = tasks[t.id];
+  unindex_lease(task);
   static_cast<TaskRecord&>(task) = t;
+  if (t.state == TaskState::kLeased) leased_on[t.node].insert(t.id);  // a row loaded at a restart
   next_ord = std::max(next_ord, t.ord + 1);
   mark_dirty(t.id, task);
   if (t.parent != 0) {
@@ -98,10 +100,12 @@ void State::apply_lease(const LeaseEvent& e) {
   auto it = tasks.find(e.id);
   if (it == tasks.end()) return;
   Task& t = it->second;
+  unindex_lease(t);
   t.state = TaskState::kLeased;
   t.epoch = e.epoch;
   t.actor = e.actor;
   t.node = e.node;
+  leased_on[t.node].insert(e.id);
   t.attempts += 1;
   next_epoch = std::max(next_epoch, e.epoch + 1);
   mark_dirty(e.id, t);
@@ -111,6 +115,7 @@ void State::apply_finish(const FinishEvent& e) {
   auto it = tasks.find(e.id);
   if (it == tasks.end()) return;
   Task& t = it->second;
+  unindex_lease(t);
   t.state = TaskState::kDone;
   t.ok = e.ok;
   t.kind = e.kind;
@@ -135,6 +140,7 @@ void State::apply_requeue(const RequeueEvent& e) {
   auto it = tasks.find(e.id);
   if (it == tasks.end()) return;
   Task& t = it->second;
+  unindex_lease(t);
   t.state = TaskState::kQueued;
   t.epoch = 0;
   t.node.clear();
@@ -177,7 +183,22 @@ std::vector<uint64_t> State::apply_forget(const std::vector<uint64_t>& ids, uint
   return forgotten;
 }
 
+void State::unindex_lease(const Task& t) {
+  if (t.state != TaskState::kLeased) return;
+  auto it = leased_on.find(t.node);
+  if (it == leased_on.end()) return;
+  it->second.erase(t.id);
+  if (it->second.empty()) leased_on.erase(it);
+}
+
+std::vector<uint64_t> State::leased_ids(const std::string& node) const {
+  auto it = leased_on.find(node);
+  return it == leased_on.end() ? std::vector<uint64_t>{}
+                               : std::vector<uint64_t>(it->second.begin(), it->second.end());
+}
+
 void State::erase_task(std::unordered_map<uint64_t, Task>::iterator it) {
+  unindex_lease(it->second);
   if (it->second.in_snapshot) erased_tasks.push_back(it->first);
   children.erase(it->first);
   tasks.erase(it);

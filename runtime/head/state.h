@@ -203,6 +203,13 @@ class State {
   std::map<std::string, std::set<uint64_t>> unplaced;
   std::set<std::string> waiting;
   std::set<std::string> sp_pools;
+  // The leased tasks of each node (Task::node): what a node's hello, its
+  // death and the end of a restart's grace period look at, without a walk
+  // over every task the head holds. Kept by apply_accept, apply_lease,
+  // apply_finish, apply_requeue and erase_task.
+  std::unordered_map<std::string, std::unordered_set<uint64_t>> leased_on;
+  // The ids leased on `node` now (a copy: requeueing them changes the index).
+  std::vector<uint64_t> leased_ids(const std::string& node) const;
 
   uint64_t next_ord = 1;
   uint64_t next_epoch = 1;
@@ -239,6 +246,8 @@ class State {
   std::vector<uint64_t> apply_forget(const std::vector<uint64_t>& ids, uint32_t caller = 0);
   // Drops a finished task for good.
   void erase_task(std::unordered_map<uint64_t, Task>::iterator it);
+  // Takes a task out of leased_on if it is leased (before its state changes).
+  void unindex_lease(const Task& t);
   void mark_dirty(uint64_t id, Task& t) {
     if (!t.dirty) dirty_tasks.push_back(id);
     t.dirty = true;

@@ -99,6 +99,52 @@ TEST(HeadProtocol, ANodeIsToldToDropTasksThatAreNoLongerItsLeases) {
 // does not derive from its parent, key and contents. A well-formed task's
 // call from a driver's connection is refused too (task 77 runs nowhere).
 // Each is refused with a rejected result and counted, and the head serves on.
+// A node that says hello again (it lost sight of the head) while it holds a
+// leased task: the head re-queues the task and, in the same turn, may lease
+// it to the same node again under the same id. The node must hear "drop
+// your old copy" before the new lease, or it drops the new lease and the
+// call waits for ever (found by `spotlight bench scale`: a million queued
+// calls hung after the head declared a busy node dead).
+TEST(HeadProtocol, ANodeThatSaysHelloAgainGetsItsTaskBackAfterTheCancelOfTheOldCopy) {
+  LocalCluster cluster(cluster_options(0));
+  const std::string type = actor_type_name<Worker>();
+  RawPeer node(cluster.address());
+  node.send(wire::encode(wire::HelloNode{"raw-node", "h", 1, "spot", 1, {type}, 1, {}, {}, ""}));
+  ASSERT_EQ(node.reply()->type, wire::MsgType::kWelcome);
+
+  auto rt = cluster.connect();
+  auto w = rt.spawn<Worker>("re-hello");
+  auto place = node.reply();
+  ASSERT_TRUE(place && place->type == wire::MsgType::kPlace);
+  const auto p = place->body<wire::Place>();
+  node.send(wire::encode(wire::Placed{p.actor_id, p.incarnation, true, ""}));
+  auto call = w.call(&Worker::twice, int64_t{21});
+  auto leased = node.reply();
+  ASSERT_TRUE(leased && leased->type == wire::MsgType::kTasks);
+  const wire::Task first = leased->body<wire::Tasks>().tasks.at(0);
+
+  // A new session, still hosting the actor and holding the task.
+  node.send(wire::encode(wire::HelloNode{
+      "raw-node", "h", 1, "spot", 1, {type}, 2, {{p.actor_id, p.incarnation}}, {first.id}, ""}));
+  ASSERT_EQ(node.reply()->type, wire::MsgType::kWelcome);
+  auto cancel = node.reply();
+  ASSERT_TRUE(cancel.has_value());
+  ASSERT_EQ(cancel->type, wire::MsgType::kCancel) << "the cancel of the old copy comes first";
+  EXPECT_EQ(cancel->body<wire::Cancel>().ids, (std::vector<uint64_t>{first.id}));
+  auto again = node.reply();
+  ASSERT_TRUE(again && again->type == wire::MsgType::kTasks);
+  const wire::Task second = again->body<wire::Tasks>().tasks.at(0);
+  EXPECT_EQ(second.id, first.id);
+  EXPECT_NE(second.epoch, first.epoch) << "a new lease";
+
+  // The node runs the new lease: the call gets its result.
+  node.send(wire::encode(wire::Done{
+      {wire::Completion{
+          second.id, p.actor_id, second.epoch, true, 0, "", Blob{pack(int64_t{42})}, false, {}}},
+      1}));
+  EXPECT_EQ(call.get(std::chrono::seconds(10)), 42);
+}
+
 TEST(BadInput, ForgedCallIdsAreRefused) {
   LocalCluster cluster(cluster_options(0));
   auto rt = cluster.connect();

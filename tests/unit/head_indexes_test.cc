@@ -1,11 +1,12 @@
-// The head's work indexes (State::unplaced, waiting, sp_pools): the turn
-// visits only what they list, so an actor or a call they missed would wait
-// for ever. Each mutator must keep them in step, and a restarted head must
-// rebuild them from its store.
+// The head's work indexes (State::unplaced, waiting, sp_pools, leased_on):
+// the turn, a node's hello and its death visit only what they list, so an
+// actor or a call they missed would wait for ever. Each mutator must keep
+// them in step, and a restarted head must rebuild them from its store.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <filesystem>
+#include <unordered_set>
 
 #include "head/state.h"
 #include "store/store.h"
@@ -86,6 +87,38 @@ TEST(HeadIndexes, ARemovedPoolLeavesEveryIndex) {
   EXPECT_TRUE(st.actors.empty());
 }
 
+store::TaskRecord queued_task(uint64_t id, const std::string& pool) {
+  store::TaskRecord t;
+  t.id = id;
+  t.ord = id;
+  t.caller = 1;
+  t.mailbox = pool;
+  t.method = "run";
+  return t;
+}
+
+TEST(HeadIndexes, LeasesAreListedByTheirNodeWhileTheyLast) {
+  head::State st;
+  create_pool(st, "a", 1);
+  for (uint64_t id : {1, 2, 3}) st.apply_accept(queued_task(id, "a"));
+  EXPECT_TRUE(st.leased_on.empty()) << "waiting calls are nobody's lease";
+  st.apply_lease(head::LeaseEvent{1, 10, 1, "n1"});
+  st.apply_lease(head::LeaseEvent{2, 11, 1, "n1"});
+  st.apply_lease(head::LeaseEvent{3, 12, 1, "n2"});
+  EXPECT_EQ(st.leased_on["n1"], (std::unordered_set<uint64_t>{1, 2}));
+  EXPECT_EQ(st.leased_ids("n2"), (std::vector<uint64_t>{3}));
+
+  st.apply_requeue(head::RequeueEvent{1, false});  // its node died, say
+  st.apply_finish(head::FinishEvent{2, true, 0, "", Blob{pack(2)}});
+  EXPECT_EQ(st.leased_on.count("n1"), 0u) << "no lease left on n1";
+  st.apply_lease(head::LeaseEvent{1, 13, 1, "n2"});  // leased again, elsewhere
+  EXPECT_EQ(st.leased_on["n2"], (std::unordered_set<uint64_t>{1, 3}));
+  st.apply_finish(head::FinishEvent{3, true, 0, "", Blob{pack(3)}});
+  st.erase_task(st.tasks.find(3));
+  EXPECT_EQ(st.leased_ids("n2"), (std::vector<uint64_t>{1}));
+  EXPECT_TRUE(st.leased_ids("n3").empty());
+}
+
 TEST(HeadIndexes, ARestartedHeadRebuildsThemFromItsStore) {
   namespace fs = std::filesystem;
   const fs::path dir =
@@ -101,23 +134,32 @@ TEST(HeadIndexes, ARestartedHeadRebuildsThemFromItsStore) {
     j.add(head::EventKind::kActor, store::ActorRecord{1, "sp", 0, 0, false, {}});
     j.add(head::EventKind::kActor, store::ActorRecord{2, "sp", 1, 0, false, {}});
     j.add(head::EventKind::kActor, store::ActorRecord{1, "sp", 0, 1, false, {}});  // placed once
-    store::TaskRecord t;
-    t.id = (1ull << 40) | 1;
-    t.ord = 1;
-    t.caller = 1;
-    t.mailbox = "sp";
-    t.method = "run";
-    j.add(head::EventKind::kAccept, t);
+    j.add(head::EventKind::kAccept, queued_task((1ull << 40) | 1, "sp"));
+    j.add(head::EventKind::kAccept, queued_task((1ull << 40) | 2, "sp"));
+    j.add(head::EventKind::kLease, head::LeaseEvent{(1ull << 40) | 2, 5, 1, "n1"});
     s->append(j.bytes());
   }
-  head::State st;
+  auto check = [](head::State& st) {
+    // Every actor is pending after a restart (the head waits for its nodes to
+    // say what they host), its call waits, and its pool forms groups.
+    EXPECT_EQ(unplaced(st, "sp"), (std::set<uint64_t>{1, 2}));
+    EXPECT_EQ(st.pools["sp"].members, (std::vector<uint64_t>{1, 2}));
+    EXPECT_EQ(st.waiting, (std::set<std::string>{"sp"}));
+    EXPECT_EQ(st.sp_pools, (std::set<std::string>{"sp"}));
+    EXPECT_EQ(st.leased_ids("n1"), (std::vector<uint64_t>{(1ull << 40) | 2}));
+  };
+  {
+    // From the journal; then a compaction writes it all into the tables.
+    auto s = store::open_sqlite(path);
+    head::State st;
+    st.recover(s->open());
+    check(st);
+    s->compact(st.compaction());
+    s->finish_compaction();
+  }
+  head::State st;  // from the tables
   st.recover(store::open_sqlite(path)->open());
-  // Every actor is pending after a restart (the head waits for its nodes to
-  // say what they host), its call waits, and its pool forms groups.
-  EXPECT_EQ(unplaced(st, "sp"), (std::set<uint64_t>{1, 2}));
-  EXPECT_EQ(st.pools["sp"].members, (std::vector<uint64_t>{1, 2}));
-  EXPECT_EQ(st.waiting, (std::set<std::string>{"sp"}));
-  EXPECT_EQ(st.sp_pools, (std::set<std::string>{"sp"}));
+  check(st);
   fs::remove_all(dir);
 }
 
