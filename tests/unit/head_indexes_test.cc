@@ -10,6 +10,7 @@
 
 #include "head/state.h"
 #include "store/store.h"
+#include "support/task_record.h"
 
 namespace spotlight {
 namespace {
@@ -88,13 +89,7 @@ TEST(HeadIndexes, ARemovedPoolLeavesEveryIndex) {
 }
 
 store::TaskRecord queued_task(uint64_t id, const std::string& pool) {
-  store::TaskRecord t;
-  t.id = id;
-  t.ord = id;
-  t.caller = 1;
-  t.mailbox = pool;
-  t.method = "run";
-  return t;
+  return testing::task_record(id, id, pool);
 }
 
 TEST(HeadIndexes, LeasesAreListedByTheirNodeWhileTheyLast) {

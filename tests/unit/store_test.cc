@@ -11,6 +11,7 @@
 
 #include "head/state.h"
 #include "support/sqlite.h"
+#include "support/task_record.h"
 #include "wire/child_ids.h"
 
 namespace spotlight {
@@ -35,14 +36,7 @@ class StoreTest : public ::testing::Test {
 };
 
 store::TaskRecord task(uint64_t id, uint64_t ord, const std::string& mailbox) {
-  store::TaskRecord t;
-  t.id = id;
-  t.ord = ord;
-  t.caller = 1;
-  t.mailbox = mailbox;
-  t.method = "add";
-  t.args = Blob{pack(std::make_tuple(int64_t(id)))};
-  return t;
+  return testing::task_record(id, ord, mailbox);
 }
 
 // Journals and applies pool "p" and tasks 1..n queued in it, as one turn.
