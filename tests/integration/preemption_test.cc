@@ -5,10 +5,12 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <map>
 #include <set>
 
 #include "common/process.h"
 #include "support/cluster.h"
+#include "support/temp_dir.h"
 #include "support/test_actors.h"
 
 namespace spotlight {
@@ -120,6 +122,46 @@ TEST(Preemption, AttemptsLostToCrashesRunOut) {
     EXPECT_EQ(e.kind(), ErrorKind::kCrashed);
     EXPECT_NE(std::string(e.what()).find("1 attempt"), std::string::npos) << e.what();
   }
+}
+
+// A node that stops answering past its liveness (a long GC pause, a VM
+// stall) is declared dead and its leases go back to their mailbox; when it
+// wakes, it says hello again still holding them. The head takes back its
+// actor, tells it to drop the old copies, and leases the calls again, to the
+// same node under the same ids: each call must then run, and only the one
+// that was running when the node stopped may run twice.
+TEST(Preemption, ANodePausedPastItsLivenessComesBackAndEveryCallRuns) {
+  LocalCluster cluster(cluster_options(1, 1));
+  testing::TempDir gate("paused-gate");
+  auto rt = cluster.connect();
+  auto pool = rt.spawn<testing_actors::Gate>("paused", on_market("any").ahead(8));
+  std::vector<Future<int64_t>> calls;
+  for (int64_t k = 0; k < 8; ++k)
+    calls.push_back(pool.call(&testing_actors::Gate::pass, gate.path(), k));
+  ASSERT_TRUE(wait_for_status(cluster.address(), [](const ClusterStatus& s) {
+    return !s.pools.empty() &&
+           s.pools[0].leased == 8;  // one runs at the gate, seven wait behind it
+  }));
+  const pid_t node = static_cast<pid_t>(cluster.node_pid(0));
+  common::signal_process(node, SIGSTOP);
+  const bool declared_dead = wait_for_status(cluster.address(), [](const ClusterStatus& s) {
+    return s.nodes.size() == 1 && s.nodes[0].state == "dead";
+  });
+  common::signal_process(node, SIGCONT);
+  ASSERT_TRUE(declared_dead);
+  ASSERT_TRUE(wait_for_status(cluster.address(), [](const ClusterStatus& s) {
+    return s.nodes.size() == 1 && s.nodes[0].state == "alive" && counter(s, "actors_adopted") >= 1;
+  }));
+  testing_actors::open_gate(gate.path());
+  for (int64_t k = 0; k < 8; ++k)
+    EXPECT_EQ(calls[static_cast<size_t>(k)].get(std::chrono::seconds(30)), k);
+  std::map<int64_t, int> runs;
+  for (int64_t k : testing_actors::gate_runs(gate.path())) runs[k] += 1;
+  EXPECT_GE(runs[0], 1);
+  EXPECT_LE(runs[0], 2) << "the call running when the node stopped: its old run and its new lease";
+  for (int64_t k = 1; k < 8; ++k)
+    EXPECT_EQ(runs[k], 1) << "call " << k << " waited behind it: one run";
+  EXPECT_GE(counter(rt.status(), "stale_tasks_cancelled_on_nodes"), 8u);
 }
 
 }  // namespace
