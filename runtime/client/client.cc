@@ -459,7 +459,8 @@ std::chrono::milliseconds Client::pump() {
     // signal its descriptor: read until the socket says nothing is waiting.
     if (!(dealer_.get(zmq::sockopt::events) & ZMQ_POLLIN)) break;
   }
-  auto wait = is_welcomed() ? opt_.heartbeat : std::chrono::milliseconds(20);
+  auto wait = is_welcomed() ? transport::until_heartbeat(last_sent_, opt_.heartbeat)
+                            : std::chrono::milliseconds(20);
   if (!acks_.empty())
     wait = std::min(wait, std::chrono::duration_cast<std::chrono::milliseconds>(kAckDelay));
   return wait;

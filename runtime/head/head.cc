@@ -13,6 +13,10 @@ namespace spotlight::head {
 
 namespace {
 constexpr int kMaxFramesPerTurn = 4096;
+// And at most about this many bytes: 4,096 full batches of calls are a
+// million calls, whose turn took 650 ms, long enough for the head to miss
+// its nodes' heartbeats and keep every other caller waiting on its commit.
+constexpr size_t kMaxBytesPerTurn = 4u << 20;
 // Keyed gets (the rendezvous KV, the object directory): keys are short
 // names, waits are bounded.
 constexpr size_t kMaxKey = 4096;
@@ -119,13 +123,17 @@ void Head::run() {
 }
 
 void Head::turn() {
+  const auto previous = now_;
   now_ = transport::Clock::now();
+  forgive_absence(previous);
   wall_ms_ = std::chrono::duration_cast<std::chrono::milliseconds>(
                  std::chrono::system_clock::now().time_since_epoch())
                  .count();
-  for (int n = 0; n < kMaxFramesPerTurn; ++n) {
+  size_t bytes = 0;
+  for (int n = 0; n < kMaxFramesPerTurn && bytes < kMaxBytesPerTurn; ++n) {
     auto m = transport::try_recv_routed(router_);
     if (!m) break;
+    bytes += m->payload.size();
     handle(*m);
   }
   if (!grace_over_ && now_ >= grace_until_) end_grace();
@@ -1253,6 +1261,32 @@ bool Head::check_liveness() {
   return lost;
 }
 
+void Head::forgive_absence(transport::Clock::time_point previous) {
+  // Turns follow each other within a poll timeout (≤ 50 ms) plus a turn's
+  // work. A longer gap means the head was not reading: its peers' heartbeats
+  // of that time may still be in the sockets or the kernel, unread. Without
+  // this, a head stopped for a second wakes up, reads nothing yet and
+  // declares every node dead (Preemption.AHeadPausedPastTheLivenessBlamesNoNode).
+  if (previous == transport::Clock::time_point{}) return;
+  const auto gap = now_ - previous;
+  longest_turn_gap_ = std::max(longest_turn_gap_, gap);
+  if (gap <= opt_.heartbeat) return;
+  const auto away = gap - opt_.heartbeat;
+  count("head_stalls");
+  if (gap > opt_.liveness / 2) {
+    spdlog::warn("the head was away from its socket for {} ms; its peers' liveness waits as long",
+                 std::chrono::duration_cast<std::chrono::milliseconds>(gap).count());
+  }
+  for (auto& [id, n] : state_.nodes) {
+    if (n.alive) n.last_seen = std::min(now_, n.last_seen + away);
+  }
+  for (const auto& [peer, uuid] : client_by_peer_) {
+    auto it = state_.clients.find(uuid);
+    if (it != state_.clients.end())
+      it->second.last_seen = std::min(now_, it->second.last_seen + away);
+  }
+}
+
 void Head::send_heartbeats() {
   for (const auto& [peer, id] : state_.node_by_peer) {
     auto it = state_.nodes.find(id);
@@ -1316,6 +1350,10 @@ ClusterStatus Head::status() const {
   s.store = opt_.store_path;
   s.tasks_live = state_.tasks.size();
   s.counters = counters_;
+  // The longest time between two reads of the socket (a turn's work and the
+  // poll's wait), in this head's life.
+  s.counters["turn_gap_ms_max"] = static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(longest_turn_gap_).count());
   s.metrics_address = metrics_address();
   auto ago = [&](const std::optional<transport::Clock::time_point>& t) -> int64_t {
     return t ? std::chrono::duration_cast<std::chrono::milliseconds>(now_ - *t).count() : -1;

@@ -211,6 +211,9 @@ class Head {
   void requeue_front(std::vector<Task*>& tasks, bool handed_back);
   // Declares silent nodes dead; true if any was.
   bool check_liveness();
+  // Time the head spent away from its socket (a long turn, its process
+  // stopped or starved) does not count against its peers' liveness.
+  void forgive_absence(transport::Clock::time_point previous);
   void send_heartbeats();
   void maybe_compact(bool force);
 
@@ -297,6 +300,7 @@ class Head {
   uint64_t next_sp_epoch_ = 0;  // boot << 32 + formations so far
   uint64_t next_probe_ = 0;
   transport::Clock::time_point now_;
+  transport::Clock::duration longest_turn_gap_{0};  // see forgive_absence
   int64_t wall_ms_ = 0;  // this turn's wall clock, ms since the epoch: deadlines survive restarts
   // (deadline, id) of every queued call with a deadline: lease() takes a
   // call out, requeue_front() puts it back.

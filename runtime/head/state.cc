@@ -278,6 +278,8 @@ store::Compaction State::compaction() {
   for (const auto& [_, p] : pools) c.pools.push_back(p.rec);
   for (const auto& [_, a] : actors) c.actors.push_back(a.rec);
   for (const auto& [_, cl] : clients) c.clients.push_back(cl.rec);
+  c.upsert.reserve(
+      dirty_tasks.size());  // a million records grown by doubling cost the head ~100 ms more
   for (uint64_t id : dirty_tasks) {
     auto it = tasks.find(id);
     if (it == tasks.end() || !it->second.dirty) continue;  // forgotten, or listed twice

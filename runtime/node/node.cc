@@ -97,7 +97,7 @@ void Node::run() {
   bool news = false;  // a frame waits whose notice the last sends took in
   while (!shutdown_ && !stop_requested_.load()) {
     auto idle = news        ? std::chrono::milliseconds(0)
-                : welcomed_ ? opt_.heartbeat
+                : welcomed_ ? transport::until_heartbeat(last_sent_, opt_.heartbeat)
                             : std::chrono::milliseconds(20);
     io.unlock();  // actor threads may send their results meanwhile
     try {

@@ -27,7 +27,7 @@ struct PoolRecord {
   // Placement::strategy and node. Last, so that rows written before they
   // existed still load (as "spread" and any node).
   std::string strategy = "spread";
-  std::string node;
+  std::string node{};  // an initializer, so that brace lists may leave it out
   MSGPACK_DEFINE(name, type, market, size, slots_per_actor, prefetch, sp_degree, strategy, node)
 };
 

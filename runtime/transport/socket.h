@@ -2,6 +2,7 @@
 // a wake-up file descriptor, and multipart receive helpers.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
 #include <optional>
@@ -84,6 +85,15 @@ bool send(zmq::socket_t& s, const std::string& payload);
 using Clock = std::chrono::steady_clock;
 inline int64_t ms_since(Clock::time_point t) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t).count();
+}
+// How long a peer's loop may sleep before its next heartbeat is due, given
+// when it last sent anything. Waking a whole period after the last wake-up
+// instead, as every frame received restarts the wait, left gaps of up to two
+// periods (NodeHeartbeat.KeepsItsPeriodWhenTheHeadTalksJustBeforeEachBeat).
+inline std::chrono::milliseconds until_heartbeat(Clock::time_point last_sent,
+                                                 std::chrono::milliseconds period) {
+  auto left = std::chrono::ceil<std::chrono::milliseconds>(last_sent + period - Clock::now());
+  return std::clamp(left, std::chrono::milliseconds(0), period);
 }
 
 }  // namespace spotlight::transport

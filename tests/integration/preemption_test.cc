@@ -7,6 +7,7 @@
 
 #include <map>
 #include <set>
+#include <thread>
 
 #include "common/process.h"
 #include "support/cluster.h"
@@ -162,6 +163,37 @@ TEST(Preemption, ANodePausedPastItsLivenessComesBackAndEveryCallRuns) {
   for (int64_t k = 1; k < 8; ++k)
     EXPECT_EQ(runs[k], 1) << "call " << k << " waited behind it: one run";
   EXPECT_GE(counter(rt.status(), "stale_tasks_cancelled_on_nodes"), 8u);
+}
+
+// The head itself stops past the liveness (a VM stall, a long GC-like pause
+// of its process) while its nodes go on beating. When it wakes, their
+// heartbeats are still on their way in: it must not blame its nodes for its
+// own absence, and the task running through the pause finishes on its first
+// attempt, every step computed once.
+TEST(Preemption, AHeadPausedPastTheLivenessBlamesNoNode) {
+  LocalCluster cluster(cluster_options(2, 1));
+  auto rt = cluster.connect();
+  auto pool = rt.pool<Stepper>("through-a-pause", on_market("any").members(2).ahead(1));
+  constexpr int64_t kSteps = 40;
+  auto f = pool.call(&Stepper::run, 3, kSteps, 50);
+  ASSERT_TRUE(wait_for_status(cluster.address(), [](const ClusterStatus& s) {
+    return counter(s, "commits") >= 2 && busy_node(s, "through-a-pause");
+  }));
+  const pid_t head = static_cast<pid_t>(cluster.head_pid());
+  common::signal_process(head, SIGSTOP);
+  // The pause is the stimulus, not a wait: twice the head's 850 ms liveness,
+  // under the nodes' own 3 s patience with a silent head.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1700));
+  common::signal_process(head, SIGCONT);
+  StepReport r = f.get(std::chrono::seconds(30));
+  EXPECT_EQ(r.attempt, 1u) << "the pause cost no attempt";
+  EXPECT_EQ(r.started_at + r.ran, kSteps);
+  ClusterStatus after = rt.status();
+  EXPECT_GE(counter(after, "head_stalls"), 1u) << "the head saw its own absence";
+  EXPECT_EQ(counter(after, "nodes_lost"), 0u) << "no node was blamed for the head's pause";
+  EXPECT_EQ(counter(after, "tasks_requeued"), 0u);
+  EXPECT_EQ(counter(after, "commits"), static_cast<uint64_t>(kSteps)) << "no step computed twice";
+  for (const NodeStatus& n : after.nodes) EXPECT_EQ(n.state, "alive") << n.id;
 }
 
 }  // namespace

@@ -99,7 +99,15 @@ struct Queued {
   double first_call_s = 0;      // from then until a new call has run (nodes and clients back)
   uint64_t queued_at_head = 0;  // the mailbox's depth once all were accepted
   double head_peak_mib = 0;     // the head's peak resident memory, read while they waited
+  // The longest the head's loop was away from its socket (a turn, a
+  // compaction's snapshot, the poll's wait), over both heads.
+  uint64_t head_longest_stall_ms = 0;
 };
+
+uint64_t longest_stall_ms(const ClusterStatus& s) {
+  auto it = s.counters.find("turn_gap_ms_max");
+  return it == s.counters.end() ? 0 : it->second;
+}
 // `n` calls to a Gate whose member holds its first call: all but the few it
 // holds leased wait in the head's durable mailbox. Then the head is killed
 // (kill -9) and started again on its store, and the gate opens: every call
@@ -122,9 +130,11 @@ Queued queue_behind_gate(LocalCluster& cluster, int n) {
   for (int i = 0; i < n; ++i) calls.push_back(gate.call(&bench::Gate::pass, int64_t{i}));
   rt.wait_accepted(std::chrono::minutes(10));
   out.accept_s = seconds_since(t0);
-  for (const auto& p : rt.status().pools) {
+  const ClusterStatus accepted = rt.status();
+  for (const auto& p : accepted.pools) {
     if (p.name == "scale-gate") out.queued_at_head = p.queued;
   }
+  out.head_longest_stall_ms = longest_stall_ms(accepted);
   out.head_peak_mib = peak_rss_mib(cluster.head_pid());
   auto tk = Clock::now();
   cluster.kill_head();
@@ -138,6 +148,7 @@ Queued queue_behind_gate(LocalCluster& cluster, int n) {
       throw std::runtime_error("scale bench: wrong pass");
   }
   out.run_s = seconds_since(t1);
+  out.head_longest_stall_ms = std::max(out.head_longest_stall_ms, longest_stall_ms(rt.status()));
   return out;
 }
 
@@ -196,6 +207,8 @@ void run_scale(const ScaleOptions& o) {
            "s (nodes and clients back)");
     report("queued_calls_run_per_second", o.queued / q.run_s,
            "calls/s (after the restart, the mailbox emptied)");
+    report("queued_calls_head_longest_stall_ms", static_cast<double>(q.head_longest_stall_ms),
+           "ms (the longest the head's loop was away from its socket)");
     report("queued_calls_total_seconds", q.accept_s + q.restart_s + q.run_s,
            "s (the restart included)", "(Ray: 1,000,000 tasks queued on one node, 184 s)");
   }
