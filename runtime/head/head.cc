@@ -403,11 +403,10 @@ void Head::on_hello_client(const std::string& peer, const wire::HelloClient& h, 
 }
 
 void Head::forget_received(uint32_t caller, const std::vector<uint64_t>& awaiting) {
+  std::vector<uint64_t> received = state_.done_ids(caller);
+  if (received.empty()) return;
   std::unordered_set<uint64_t> wanted(awaiting.begin(), awaiting.end());
-  std::vector<uint64_t> received;
-  for (const auto& [id, t] : state_.tasks) {
-    if (t.caller == caller && t.state == TaskState::kDone && !wanted.count(id)) received.push_back(id);
-  }
+  std::erase_if(received, [&](uint64_t id) { return wanted.count(id) > 0; });
   if (received.empty()) return;
   count("results_received_unacknowledged", received.size());
   record(EventKind::kForget, received);
@@ -689,13 +688,15 @@ void Head::expire_results() {
     }
     expired.insert(c.rec.num);
   }
-  // The whole table is scanned only when a client has just expired, or a
-  // result came for one since the last sweep.
+  // Looked at only when a client has just expired, or a result came for one
+  // since the last sweep.
   if (!due || expired.empty()) return;
   std::vector<uint64_t> ids;
-  for (const auto& [id, t] : state_.tasks) {
-    // A task's calls go with their parent (State::apply_forget), not with a connection.
-    if (t.state == TaskState::kDone && t.parent == 0 && expired.count(t.caller)) ids.push_back(id);
+  for (uint32_t caller : expired) {
+    for (uint64_t id : state_.done_ids(caller)) {
+      // A task's calls go with their parent (State::apply_forget), not with a connection.
+      if (state_.tasks.at(id).parent == 0) ids.push_back(id);
+    }
   }
   if (ids.empty()) return;
   record(EventKind::kForget, ids);
@@ -932,10 +933,19 @@ void Head::on_remove_pool(const std::string& peer, const wire::RemovePool& r, ui
     return;
   }
   const Pool& pool = pit->second;
-  // Its open calls fail, the running ones too: a result that comes later is stale.
+  // Its open calls fail, the running ones too: a result that comes later is
+  // stale. They are those in its mailbox and those leased (State::leased_on),
+  // not a walk over every task the head holds.
   std::vector<uint64_t> open;
-  for (const auto& [id, t] : state_.tasks) {
-    if (t.mailbox == r.name && t.state != TaskState::kDone) open.push_back(id);
+  for (uint64_t id : pool.queue.ids()) {
+    if (auto t = state_.tasks.find(id);
+        t != state_.tasks.end() && t->second.state == TaskState::kQueued)
+      open.push_back(id);
+  }
+  for (const auto& [node, ids] : state_.leased_on) {
+    for (uint64_t id : ids) {
+      if (state_.tasks.at(id).mailbox == r.name) open.push_back(id);
+    }
   }
   for (uint64_t id : open) {
     Task& t = state_.tasks.at(id);

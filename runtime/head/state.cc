@@ -74,6 +74,7 @@ void State::apply_accept(const TaskRecord& t, ClientRecord* maker) {
   unindex_lease(task);
   static_cast<TaskRecord&>(task) = t;
   if (t.state == TaskState::kLeased) leased_on[t.node].insert(t.id);  // a row loaded at a restart
+  if (t.state == TaskState::kDone) index_done(task);                  // the same, finished
   next_ord = std::max(next_ord, t.ord + 1);
   mark_dirty(t.id, task);
   if (t.parent != 0) {
@@ -116,7 +117,10 @@ void State::apply_finish(const FinishEvent& e) {
   if (it == tasks.end()) return;
   Task& t = it->second;
   unindex_lease(t);
-  t.state = TaskState::kDone;
+  if (t.state != TaskState::kDone) {
+    t.state = TaskState::kDone;
+    index_done(t);
+  }
   t.ok = e.ok;
   t.kind = e.kind;
   t.error_type = e.error_type;
@@ -162,6 +166,7 @@ void State::apply_claim(const ClaimEvent& e) {
   auto it = tasks.find(e.id);
   if (it == tasks.end()) return;
   it->second.caller = e.caller;
+  if (it->second.state == TaskState::kDone) index_done(it->second);  // now the claimer's to receive
   mark_dirty(e.id, it->second);
 }
 
@@ -189,6 +194,35 @@ void State::unindex_lease(const Task& t) {
   if (it == leased_on.end()) return;
   it->second.erase(t.id);
   if (it->second.empty()) leased_on.erase(it);
+}
+
+void State::index_done(const Task& t) {
+  DoneList& d = done_of[t.caller];
+  d.ids.push_back(t.id);
+  if (d.ids.size() >= d.trim_at) trim(t.caller, d);
+}
+
+void State::trim(uint32_t caller, DoneList& d) {
+  std::erase_if(d.ids, [&](uint64_t id) {
+    auto it = tasks.find(id);
+    return it == tasks.end() || it->second.state != TaskState::kDone || it->second.caller != caller;
+  });
+  std::sort(d.ids.begin(), d.ids.end());  // an id listed twice (claimed back, say) once
+  d.ids.erase(std::unique(d.ids.begin(), d.ids.end()), d.ids.end());
+  // At least half of what the next trim reads goes: each listing is read a
+  // bounded number of times, however the list grows.
+  d.trim_at = std::max<size_t>(1024, 2 * d.ids.size());
+}
+
+std::vector<uint64_t> State::done_ids(uint32_t caller) {
+  auto it = done_of.find(caller);
+  if (it == done_of.end()) return {};
+  trim(caller, it->second);
+  if (it->second.ids.empty()) {
+    done_of.erase(it);
+    return {};
+  }
+  return it->second.ids;
 }
 
 std::vector<uint64_t> State::leased_ids(const std::string& node) const {

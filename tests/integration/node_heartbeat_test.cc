@@ -22,7 +22,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 TEST(NodeHeartbeat, KeepsItsPeriodWhenTheHeadTalksJustBeforeEachBeat) {
-  constexpr auto kPeriod = std::chrono::milliseconds(400);
+  constexpr auto kPeriod = std::chrono::milliseconds(1000);
   testing::FakeHead head;
   testing::TempDir logs("node-heartbeat");
   pid_t node = common::spawn({SPOTLIGHT_TEST_BIN, "join", head.address(), "--market", "spot",
@@ -32,11 +32,12 @@ TEST(NodeHeartbeat, KeepsItsPeriodWhenTheHeadTalksJustBeforeEachBeat) {
   head.send(
       wire::encode(wire::Welcome{1, 0, static_cast<int32_t>(kPeriod.count()), 60000, 1 << 20, {}}));
 
-  // After each beat, the head speaks 350 ms later: just before the next beat
+  // After each beat, the head speaks 950 ms later: just before the next beat
   // is due, the worst moment for a node that restarts its wait on every frame.
+  // A period this long leaves a loaded machine half a second of slack.
   std::vector<Clock::time_point> beats;
   std::optional<Clock::time_point> speak_at;
-  const auto end = Clock::now() + std::chrono::seconds(5);
+  const auto end = Clock::now() + std::chrono::seconds(7);
   while (Clock::now() < end) {
     auto wait = std::chrono::milliseconds(20);
     if (speak_at) {
@@ -45,7 +46,7 @@ TEST(NodeHeartbeat, KeepsItsPeriodWhenTheHeadTalksJustBeforeEachBeat) {
     }
     if (auto m = head.recv(wait); m && wire::decode(m->second).type == wire::MsgType::kHeartbeat) {
       beats.push_back(Clock::now());
-      speak_at = beats.back() + std::chrono::milliseconds(350);
+      speak_at = beats.back() + std::chrono::milliseconds(950);
     }
     if (speak_at && Clock::now() >= *speak_at) {
       head.send(wire::encode(wire::Heartbeat{1, 0}));
@@ -56,7 +57,7 @@ TEST(NodeHeartbeat, KeepsItsPeriodWhenTheHeadTalksJustBeforeEachBeat) {
   Clock::duration widest{0};
   for (size_t i = 1; i < beats.size(); ++i) widest = std::max(widest, beats[i] - beats[i - 1]);
   // 1.5 periods: room for a loaded machine's scheduling, well under the
-  // 1.9 periods a node that waits a whole period after each frame shows.
+  // 1.95 periods a node that waits a whole period after each frame shows.
   EXPECT_LT(widest, kPeriod * 3 / 2)
       << "widest gap between beats: "
       << std::chrono::duration_cast<std::chrono::milliseconds>(widest).count() << " ms over "

@@ -35,11 +35,13 @@ TEST(RemovePool, ItsCallsFailItsSlotsAreFreedAndItsNameIsGone) {
     return p && p->placed == 2;
   }));
   std::vector<Future<int64_t>> calls;
-  for (int64_t i = 0; i < 6; ++i) calls.push_back(gates.call(&Gate::enter_and_pass, dir.path(), i));
-  // Two run (each committed once, and is held at the gate), four wait on the node.
+  for (int64_t i = 0; i < 40; ++i)
+    calls.push_back(gates.call(&Gate::enter_and_pass, dir.path(), i));
+  // Two run (each committed once, and is held at the gate), 30 wait on the
+  // node (16 leased ahead to each member) and 8 in the head's mailbox.
   ASSERT_TRUE(wait_for_status(cluster.address(), [](const ClusterStatus& s) {
     const PoolStatus* p = find_pool(s, "gates");
-    return p && p->leased == 6 && counter(s, "commits") == 2;
+    return p && p->leased == 32 && p->queued == 8 && counter(s, "commits") == 2;
   }));
 
   rt.remove_pool("gates");
@@ -57,7 +59,7 @@ TEST(RemovePool, ItsCallsFailItsSlotsAreFreedAndItsNameIsGone) {
   EXPECT_EQ(s.nodes[0].used, 0) << "the removed actors still hold their slots";
   EXPECT_EQ(s.nodes[0].running, 0u);
   EXPECT_EQ(counter(s, "pools_removed"), 1u);
-  EXPECT_EQ(counter(s, "tasks_failed_pool_removed"), 6u);
+  EXPECT_EQ(counter(s, "tasks_failed_pool_removed"), 40u);
 
   // The freed slots take a new pool at once, while the removed actors'
   // methods still wait at the gate on the node.

@@ -1,10 +1,12 @@
-// The head's work indexes (State::unplaced, waiting, sp_pools, leased_on):
-// the turn, a node's hello and its death visit only what they list, so an
-// actor or a call they missed would wait for ever. Each mutator must keep
+// The head's work indexes (State::unplaced, waiting, sp_pools, leased_on,
+// done_of): the turn, a node's or a client's hello and a node's death visit
+// only what they list, so an actor or a call they missed would wait for
+// ever, and a result missed would be kept for ever. Each mutator must keep
 // them in step, and a restarted head must rebuild them from its store.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <unordered_set>
 
@@ -114,6 +116,45 @@ TEST(HeadIndexes, LeasesAreListedByTheirNodeWhileTheyLast) {
   EXPECT_TRUE(st.leased_ids("n3").empty());
 }
 
+head::FinishEvent finished(uint64_t id) {
+  return head::FinishEvent{id, true, 0, "", Blob{pack(id)}};
+}
+
+TEST(HeadIndexes, FinishedCallsAreListedByTheirCallerUntilReceived) {
+  head::State st;
+  create_pool(st, "a", 1);
+  for (uint64_t id : {1, 2, 3, 4}) st.apply_accept(queued_task(id, "a"));  // client 1's
+  store::TaskRecord other = queued_task(5, "a");
+  other.caller = 2;
+  st.apply_accept(other);
+  EXPECT_TRUE(st.done_ids(1).empty()) << "nothing has finished";
+  for (uint64_t id : {1, 2, 5}) st.apply_finish(finished(id));
+  st.apply_finish(finished(2));  // finished twice (a stale copy's result): listed once
+  EXPECT_EQ(st.done_ids(1), (std::vector<uint64_t>{1, 2}));
+  EXPECT_EQ(st.done_ids(2), (std::vector<uint64_t>{5}));
+
+  st.apply_claim(head::ClaimEvent{2, 3});  // client 3 fetched it: its result is 3's now
+  EXPECT_EQ(st.done_ids(1), (std::vector<uint64_t>{1}));
+  EXPECT_EQ(st.done_ids(3), (std::vector<uint64_t>{2}));
+  st.apply_forget({1});
+  EXPECT_TRUE(st.done_ids(1).empty()) << "received: no longer listed";
+  st.apply_finish(finished(3));
+  EXPECT_EQ(st.done_ids(1), (std::vector<uint64_t>{3}));
+}
+
+TEST(HeadIndexes, TheFinishedListStaysShortWhileResultsAreReceived) {
+  head::State st;
+  create_pool(st, "a", 1);
+  const std::vector<uint64_t> kept = {7, 70000, 99999};  // never received
+  for (uint64_t id = 1; id <= 100000; ++id) {
+    st.apply_accept(queued_task(id, "a"));
+    st.apply_finish(finished(id));
+    if (std::find(kept.begin(), kept.end(), id) == kept.end()) st.apply_forget({id});
+  }
+  EXPECT_LE(st.done_of.at(1).ids.size(), 2048u) << "stale entries are trimmed as the list grows";
+  EXPECT_EQ(st.done_ids(1), kept);
+}
+
 TEST(HeadIndexes, ARestartedHeadRebuildsThemFromItsStore) {
   namespace fs = std::filesystem;
   const fs::path dir =
@@ -132,6 +173,8 @@ TEST(HeadIndexes, ARestartedHeadRebuildsThemFromItsStore) {
     j.add(head::EventKind::kAccept, queued_task((1ull << 40) | 1, "sp"));
     j.add(head::EventKind::kAccept, queued_task((1ull << 40) | 2, "sp"));
     j.add(head::EventKind::kLease, head::LeaseEvent{(1ull << 40) | 2, 5, 1, "n1"});
+    j.add(head::EventKind::kAccept, queued_task((1ull << 40) | 3, "sp"));
+    j.add(head::EventKind::kFinish, finished((1ull << 40) | 3));  // its caller has not received it
     s->append(j.bytes());
   }
   auto check = [](head::State& st) {
@@ -142,6 +185,7 @@ TEST(HeadIndexes, ARestartedHeadRebuildsThemFromItsStore) {
     EXPECT_EQ(st.waiting, (std::set<std::string>{"sp"}));
     EXPECT_EQ(st.sp_pools, (std::set<std::string>{"sp"}));
     EXPECT_EQ(st.leased_ids("n1"), (std::vector<uint64_t>{(1ull << 40) | 2}));
+    EXPECT_EQ(st.done_ids(1), (std::vector<uint64_t>{(1ull << 40) | 3}));
   };
   {
     // From the journal; then a compaction writes it all into the tables.
