@@ -418,8 +418,11 @@ void Client::on_frame(zmq::message_t& m) {
           std::lock_guard<std::mutex> l(mu_);
           welcomed_ = false;
         }
+        // Its Welcome resends what the head may not have; resending here too
+        // sent a request twice for every frame the head had dropped, and a
+        // request that is not idempotent (removing a pool) was answered
+        // with an error after its first copy succeeded.
         if (transport::ms_since(last_hello_) > 100) say_hello();
-        resend_everything();
       } else {
         spdlog::warn("head reports: {}", e.message);
         resolve_control(false, e.message);
@@ -453,7 +456,8 @@ std::chrono::milliseconds Client::pump() {
       welcomed_ = false;  // the head went silent: hello again, then resend
     }
     if (welcomed && now - last_sent_ >= opt_.heartbeat) {
-      if (transport::send(dealer_, wire::encode(wire::Heartbeat{boot_}))) last_sent_ = now;
+      transport::send(dealer_, wire::encode(wire::Heartbeat{boot_}));
+      last_sent_ = now;  // tried: while no connection is up, the pump must not spin on it
     }
     // A send may take in the socket's pending notices, which then no longer
     // signal its descriptor: read until the socket says nothing is waiting.

@@ -189,7 +189,12 @@ void Head::announce_accepted() {
 void Head::reply_error(const std::string& peer, wire::ErrorCode code, const std::string& msg,
                        uint64_t rid) {
   count(std::string("error_") + wire::to_string(code));
-  to_nodes_[peer].frames.push_back(wire::encode(wire::Error{static_cast<int32_t>(code), msg}, rid));
+  // After the commit, with the turn's other replies: an error must not
+  // overtake the answer to an earlier copy of the same request (a client
+  // resends what it had in flight when the head did not know it), which
+  // left before the commit would.
+  to_callers_[peer].frames.push_back(
+      wire::encode(wire::Error{static_cast<int32_t>(code), msg}, rid));
 }
 
 void Head::handle(transport::RoutedMessage& m) {

@@ -141,7 +141,12 @@ void Node::run() {
     // Until welcomed, hello again often: a hello sent before the connection was up is dropped.
     if (!welcomed_ && now - last_hello_ > std::chrono::milliseconds(100)) say_hello();
     if (welcomed_ && now - last_heard_ > head_liveness_) reset_session("the head went silent");
-    if (welcomed_ && now - last_sent_ >= opt_.heartbeat) send(wire::encode(wire::Heartbeat{boot_}));
+    if (welcomed_ && now - last_sent_ >= opt_.heartbeat) {
+      send(wire::encode(wire::Heartbeat{boot_}));
+      // Tried, even if no connection is up to take it: the loop sleeps until
+      // the next beat is due, and must not spin while the head is away.
+      last_sent_ = std::max(last_sent_, now);
+    }
     news = dealer_.get(zmq::sockopt::events) & ZMQ_POLLIN;
   }
   spdlog::info("node {} leaving", opt_.node_id);

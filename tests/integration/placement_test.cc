@@ -69,6 +69,12 @@ TEST(Placement, SpreadPackAndPinnedToANode) {
   rt.remove_pool("packed");  // frees three slots there
   auto r = members_by_node(cluster.address(), "pinned", 2);
   EXPECT_EQ(r[full], 2);
+  // The removal reached the new head once: a client that resent it for each
+  // frame the new head dropped had it refused the second time, and that
+  // refusal could overtake the first copy's answer.
+  const ClusterStatus after = rt.status();
+  EXPECT_EQ(testing::counter(after, "pools_removed"), 1u);
+  EXPECT_EQ(testing::counter(after, "error_bad_request"), 0u);
 }
 
 TEST(Placement, ABadStrategyIsRefused) {
