@@ -1342,7 +1342,7 @@ void Head::maybe_compact(bool force) {
       store_->journal_bytes() < opt_.compact_bytes) {
     return;
   }
-  if (store_->journal_entries() > 0 || state_.dirty_meta || !state_.dirty_tasks.empty() ||
+  if (store_->journal_entries() > 0 || state_.meta_dirty() || !state_.dirty_tasks.empty() ||
       !state_.erased_tasks.empty()) {
     const auto t0 = transport::Clock::now();
     const size_t entries = store_->journal_entries(), bytes = store_->journal_bytes();

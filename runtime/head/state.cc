@@ -19,24 +19,29 @@ void State::apply_client(const ClientRecord& c) {
   cl.rec = c;
   client_by_num[c.num] = c.uuid;
   next_client = std::max(next_client, c.num + 1);
-  dirty_meta = true;
+  dirty_clients.insert(c.uuid);
 }
 
 void State::apply_pool(const PoolRecord& p) {
   pools[p.name].rec = p;
   if (p.sp_degree > 1) sp_pools.insert(p.name);
-  dirty_meta = true;
+  dirty_pools.insert(p.name);
 }
 
 void State::apply_remove_pool(const std::string& name) {
   auto it = pools.find(name);
   if (it == pools.end()) return;
-  for (uint64_t a : it->second.members) actors.erase(a);
+  for (uint64_t a : it->second.members) {
+    actors.erase(a);
+    dirty_actors.erase(a);
+    erased_actors.push_back(a);
+  }
   pools.erase(it);
   unplaced.erase(name);
   waiting.erase(name);
   sp_pools.erase(name);
-  dirty_meta = true;
+  dirty_pools.erase(name);
+  erased_pools.push_back(name);
 }
 
 void State::apply_actor(const ActorRecord& a) {
@@ -47,7 +52,7 @@ void State::apply_actor(const ActorRecord& a) {
     unplaced[a.pool].insert(a.id);
   }
   next_actor = std::max(next_actor, a.id + 1);
-  dirty_meta = true;
+  dirty_actors.insert(a.id);
 }
 
 void State::set_phase(Actor& a, ActorPhase phase) {
@@ -93,7 +98,7 @@ void State::apply_accept(const TaskRecord& t, ClientRecord* maker) {
   const uint64_t seq = t.id & ((uint64_t{1} << 40) - 1);
   if (seq > maker->max_seq) {
     maker->max_seq = seq;
-    dirty_meta = true;
+    dirty_clients.insert(maker->uuid);
   }
 }
 
@@ -304,14 +309,20 @@ void State::recover(store::Loaded&& loaded) {
     auto p = pools.find(t->mailbox);
     if (p != pools.end()) enqueue(p->second, t->priority, t->id);
   }
-  dirty_meta = true;
 }
 
 store::Compaction State::compaction() {
   store::Compaction c;
-  for (const auto& [_, p] : pools) c.pools.push_back(p.rec);
-  for (const auto& [_, a] : actors) c.actors.push_back(a.rec);
-  for (const auto& [_, cl] : clients) c.clients.push_back(cl.rec);
+  for (const auto& name : dirty_pools) c.pools.push_back(pools.at(name).rec);
+  for (uint64_t id : dirty_actors) c.actors.push_back(actors.at(id).rec);
+  for (const auto& uuid : dirty_clients) c.clients.push_back(clients.at(uuid).rec);
+  c.erase_pools = std::move(erased_pools);
+  c.erase_actors = std::move(erased_actors);
+  dirty_pools.clear();
+  dirty_actors.clear();
+  dirty_clients.clear();
+  erased_pools.clear();
+  erased_actors.clear();
   c.upsert.reserve(
       dirty_tasks.size());  // a million records grown by doubling cost the head ~100 ms more
   for (uint64_t id : dirty_tasks) {
@@ -324,7 +335,6 @@ store::Compaction State::compaction() {
   c.erase = std::move(erased_tasks);
   erased_tasks.clear();
   dirty_tasks.clear();
-  dirty_meta = false;
   return c;
 }
 

@@ -234,7 +234,16 @@ class State {
   // listed once; forgotten ones are skipped at compaction), and rows to delete.
   std::vector<uint64_t> dirty_tasks;
   std::vector<uint64_t> erased_tasks;
-  bool dirty_meta = false;  // pools, actors or clients changed
+  // The same for pools, actors and clients (by name, id and uuid).
+  std::set<std::string> dirty_pools;
+  std::set<uint64_t> dirty_actors;
+  std::set<std::string> dirty_clients;
+  std::vector<std::string> erased_pools;
+  std::vector<uint64_t> erased_actors;
+  bool meta_dirty() const {
+    return !dirty_pools.empty() || !dirty_actors.empty() || !dirty_clients.empty() ||
+           !erased_pools.empty() || !erased_actors.empty();
+  }
 
   void apply_client(const ClientRecord& c);
   void apply_pool(const PoolRecord& p);

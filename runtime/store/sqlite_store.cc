@@ -335,9 +335,18 @@ class SqliteStore final : public Store {
   void write_tables(const Compaction& c, int64_t base) {
     exec("BEGIN");
     try {
-      // The snapshot holds every pool and actor: rows of removed ones go.
-      exec("DELETE FROM pools");
-      exec("DELETE FROM actors");
+      // Removed first: a pool removed and created again under its name is
+      // both erased and upserted.
+      Stmt erase_pool(db_, "DELETE FROM pools WHERE name = ?");
+      for (const auto& name : c.erase_pools) {
+        erase_pool.bind(1, name);
+        erase_pool.run(db_);
+      }
+      Stmt erase_actor(db_, "DELETE FROM actors WHERE id = ?");
+      for (uint64_t id : c.erase_actors) {
+        erase_actor.bind(1, static_cast<int64_t>(id));
+        erase_actor.run(db_);
+      }
       Stmt pool(db_, "INSERT OR REPLACE INTO pools(name, rec) VALUES(?, ?)");
       for (const auto& p : c.pools) {
         pool.bind(1, p.name);

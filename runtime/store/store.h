@@ -102,10 +102,15 @@ struct Loaded {
   std::vector<std::string> journal;  // entries after the last compaction, oldest first
 };
 
+// What changed since the last compaction. Rows of pools, actors and clients
+// are written when they changed, as tasks are: rewriting all of them each
+// time cost 10,000 idle actors a fifth of the synchronous call rate.
 struct Compaction {
-  std::vector<PoolRecord> pools;    // all of them
-  std::vector<ActorRecord> actors;  // all of them
-  std::vector<ClientRecord> clients;
+  std::vector<PoolRecord> pools;         // created or changed
+  std::vector<ActorRecord> actors;       // created or changed
+  std::vector<ClientRecord> clients;     // created or changed
+  std::vector<std::string> erase_pools;  // removed (deleted before the upserts)
+  std::vector<uint64_t> erase_actors;    // removed with their pool
   std::vector<TaskRecord> upsert;  // live tasks changed since the last compaction
   std::vector<uint64_t> erase;     // tasks gone since the last compaction
 };

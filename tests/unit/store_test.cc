@@ -8,6 +8,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <set>
 
 #include "head/state.h"
 #include "support/sqlite.h"
@@ -152,6 +154,72 @@ TEST_F(StoreTest, CompactionReplacesTheJournal) {
   st.recover(std::move(l));
   EXPECT_EQ(st.pools["p"].queue.size(), 40u);
   EXPECT_EQ(st.pools["p"].queue.ids().front(), 61u);
+}
+
+// Pools, actors and clients are written when they change, not all of them
+// at every compaction; removed ones leave the tables.
+TEST_F(StoreTest, ACompactionWritesOnlyThePoolsActorsAndClientsThatChanged) {
+  auto pool = [](const std::string& name) {
+    return store::PoolRecord{.name = name, .type = "T", .market = "any"};
+  };
+  {
+    auto s = store::open_sqlite(path_);
+    head::State st;
+    st.recover(s->open());
+    head::Journal j;
+    auto add = [&](head::EventKind k, const auto& rec, auto apply) {
+      j.add(k, rec);
+      (st.*apply)(rec);
+    };
+    add(head::EventKind::kClient, store::ClientRecord{"c1", 1, 0}, &head::State::apply_client);
+    add(head::EventKind::kPool, pool("a"), &head::State::apply_pool);
+    add(head::EventKind::kPool, pool("b"), &head::State::apply_pool);
+    for (auto [id, name] : {std::pair<uint64_t, const char*>{1, "a"}, {2, "a"}, {3, "b"}})
+      add(head::EventKind::kActor, store::ActorRecord{id, name, 0, 0, false, {}},
+          &head::State::apply_actor);
+    s->append(j.bytes());
+    store::Compaction first = st.compaction();
+    EXPECT_EQ(first.pools.size(), 2u);
+    EXPECT_EQ(first.actors.size(), 3u);
+    s->compact(std::move(first));
+    s->finish_compaction();
+
+    // Actor 1 placed again; pool b removed and made anew with actor 4; a new client.
+    j.clear();
+    add(head::EventKind::kActor, store::ActorRecord{1, "a", 0, 1, false, {}},
+        &head::State::apply_actor);
+    j.add(head::EventKind::kRemovePool, std::string("b"));
+    st.apply_remove_pool("b");
+    add(head::EventKind::kPool, pool("b"), &head::State::apply_pool);
+    add(head::EventKind::kActor, store::ActorRecord{4, "b", 0, 0, false, {}},
+        &head::State::apply_actor);
+    add(head::EventKind::kClient, store::ClientRecord{"c2", 2, 0}, &head::State::apply_client);
+    s->append(j.bytes());
+    store::Compaction second = st.compaction();
+    ASSERT_EQ(second.pools.size(), 1u);
+    EXPECT_EQ(second.pools[0].name, "b");
+    ASSERT_EQ(second.actors.size(), 2u);
+    EXPECT_EQ(second.actors[0].id, 1u);
+    EXPECT_EQ(second.actors[0].incarnation, 1u);
+    EXPECT_EQ(second.actors[1].id, 4u);
+    ASSERT_EQ(second.clients.size(), 1u);
+    EXPECT_EQ(second.clients[0].uuid, "c2");
+    EXPECT_EQ(second.erase_pools, (std::vector<std::string>{"b"}));
+    EXPECT_EQ(second.erase_actors, (std::vector<uint64_t>{3}));
+    s->compact(std::move(second));
+    s->finish_compaction();
+    EXPECT_FALSE(st.meta_dirty());
+  }
+  auto l = store::open_sqlite(path_)->open();
+  EXPECT_TRUE(l.journal.empty());
+  std::set<std::string> pools;
+  for (const auto& p : l.pools) pools.insert(p.name);
+  EXPECT_EQ(pools, (std::set<std::string>{"a", "b"}));
+  std::map<uint64_t, uint32_t> incarnations;
+  for (const auto& a : l.actors) incarnations[a.id] = a.incarnation;
+  EXPECT_EQ(incarnations, (std::map<uint64_t, uint32_t>{{1, 1}, {2, 0}, {4, 0}}))
+      << "3 left with b";
+  EXPECT_EQ(l.clients.size(), 2u);
 }
 
 // The journal files beside the store (PATH.journal.N and their WALs).
