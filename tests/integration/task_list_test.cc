@@ -62,6 +62,11 @@ TEST(TaskList, ListsWaitingLeasedAndFinishedCallsByPoolAndState) {
 
   TaskList gated = rt.tasks({.mailbox = "list-gate"});
   EXPECT_EQ(ids_of(gated), (std::vector<uint64_t>{passes[0].task_id(), passes[1].task_id()}));
+  TaskList waiting = rt.tasks({.mailbox = "list-workers", .state = "queued"});  // from its mailbox
+  EXPECT_EQ(waiting.matching, 3u);
+  EXPECT_EQ(ids_of(waiting),
+            (std::vector<uint64_t>{twice[0].task_id(), twice[1].task_id(), twice[2].task_id()}));
+  EXPECT_EQ(rt.tasks({.mailbox = "list-workers", .state = "leased"}).matching, 0u);
   TaskList two = rt.tasks({.limit = 2});
   EXPECT_EQ(two.matching, 5u);
   EXPECT_EQ(ids_of(two), (std::vector<uint64_t>{twice[0].task_id(), twice[1].task_id()}));

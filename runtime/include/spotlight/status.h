@@ -25,7 +25,7 @@ struct NodeStatus {
   int64_t notice_ms_ago = -1;
   int64_t emptied_ms_ago = -1;
   int64_t gone_ms_ago = -1;
-  std::string object_address;  // HOST:PORT of its object server
+  std::string object_address{};  // HOST:PORT of its object server
   MSGPACK_DEFINE(id, host, market, state, slots, used, pid, last_heartbeat_ms, running,
                  notice_ms_ago, emptied_ms_ago, gone_ms_ago, object_address)
 };
@@ -106,8 +106,8 @@ struct TaskInfo {
 
 // Which calls Runtime::tasks lists: every filter left empty matches all.
 struct TaskQuery {
-  std::string mailbox;
-  std::string state;     // queued, leased or done
+  std::string mailbox{};  // (initializers: a designated list may name only some fields)
+  std::string state{};    // queued, leased or done
   uint32_t limit = 100;  // at most this many, the earliest accepted first (1..100,000)
   MSGPACK_DEFINE(mailbox, state, limit)
 };
