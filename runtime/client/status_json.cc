@@ -5,6 +5,17 @@
 
 namespace spotlight {
 
+namespace {
+
+// Counts per bucket beside their bounds, and the quantiles people look at.
+nlohmann::json latency_json(const Latency& l) {
+  return {{"count", l.count},         {"sum_s", l.sum_s},          {"p50_s", l.quantile(0.5)},
+          {"p90_s", l.quantile(0.9)}, {"p99_s", l.quantile(0.99)}, {"bounds_s", kLatencyBoundsS},
+          {"buckets", l.buckets}};
+}
+
+}  // namespace
+
 std::string status_json(const ClusterStatus& s) {
   nlohmann::json j;
   j["boot"] = s.boot;
@@ -39,7 +50,10 @@ std::string status_json(const ClusterStatus& s) {
                           {"placed", p.placed},
                           {"queued", p.queued},
                           {"leased", p.leased},
-                          {"queued_by_priority", p.by_priority}});
+                          {"queued_by_priority", p.by_priority},
+                          {"waited", latency_json(p.waited)},
+                          {"ran", latency_json(p.ran)},
+                          {"answered", latency_json(p.answered)}});
   }
   for (const auto& a : s.actors) {
     j["actors"].push_back({{"id", a.id},

@@ -218,7 +218,7 @@ std::unique_ptr<Communicator> make_gloo_communicator(KvStore& store, const std::
     auto ctx = std::make_shared<gloo::rendezvous::Context>(rank, size);
     ctx->setTimeout(options.timeout);
     GlooStore gs(store, options.timeout);
-    gloo::rendezvous::PrefixStore prefixed("spotlight/sp/" + group + "/epoch/" + std::to_string(epoch), gs);
+    gloo::rendezvous::PrefixStore prefixed(rendezvous_prefix(group, epoch), gs);
     ctx->connectFullMesh(prefixed, device);
     return std::make_unique<GlooCommunicator>(std::move(ctx), epoch, options.timeout);
   } catch (const CollectiveError&) {

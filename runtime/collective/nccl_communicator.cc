@@ -136,7 +136,7 @@ std::unique_ptr<NcclCommunicator> make_nccl_communicator(KvStore& store, const s
     throw CollectiveError("nccl communicator: rank " + std::to_string(rank) + " of " + std::to_string(size) +
                           " is not a member");
   check_cuda(cudaSetDevice(device), "cudaSetDevice");
-  const std::string key = "spotlight/sp/" + group + "/epoch/" + std::to_string(epoch) + "/nccl-id";
+  const std::string key = rendezvous_prefix(group, epoch) + "/nccl-id";
   ncclUniqueId id;
   if (rank == 0) {
     check_nccl(ncclGetUniqueId(&id), "ncclGetUniqueId");

@@ -130,13 +130,15 @@ std::string dashboard_html(const ClusterStatus& s) {
 
   o << "<h2>Pools (mailboxes)</h2><table><tr><th>name</th><th>type</th><th>market</th><th>members "
        "placed</th>"
-       "<th>waiting</th><th>running</th><th>waiting by priority</th></tr>";
+       "<th>waiting</th><th>running</th><th>waiting by priority</th><th>results</th>"
+       "<th>call p50 / p99</th></tr>";
   for (const auto& p : s.pools) {
     std::string prio;
     for (const auto& [level, n] : p.by_priority)
       prio += std::to_string(level) + ": " + num(n) + "  ";
     o << "<tr>" << td(p.name) << td(p.type) << td(p.market) << "<td>" << bar(p.placed, p.size)
-      << "</td>" << td_num(p.queued) << td_num(p.leased) << td(prio) << "</tr>";
+      << "</td>" << td_num(p.queued) << td_num(p.leased) << td(prio) << td_num(p.answered.count)
+      << td(p50_p99(p.answered)) << "</tr>";
   }
   o << "</table>";
 

@@ -500,7 +500,12 @@ void Head::on_calls(Client& c, wire::Calls& calls) {
     if (wire::is_child_id(call.id) || call.parent != 0) {
       if (on_known_child_call(c, call, accepted.ids)) continue;
     } else if ((call.id >> 40) != c.rec.num) {
-      reject("task id is outside this client's range", "rejected_bad_id");
+      // Another live client's range is a forgery; a number no client holds
+      // now is this client's own from before it was retired (or a guess).
+      reject(state_.client_by_num.count(static_cast<uint32_t>(call.id >> 40))
+                 ? "task id is outside this client's range"
+                 : not_held_message(call.id),
+             "rejected_bad_id");
       continue;
     }
     auto existing = state_.tasks.find(call.id);
@@ -553,7 +558,8 @@ void Head::on_calls(Client& c, wire::Calls& calls) {
       deadlines_.emplace(t.deadline_ms, t.id);
     }
     record(EventKind::kAccept, t);
-    state_.apply_accept(t, &c.rec);
+    Task& held = state_.apply_accept(t, &c.rec);
+    held.accepted_at = held.since = now_;
     state_.enqueue(pit->second, t.priority, t.id);
     accepted.ids.push_back(t.id);
   }
@@ -663,8 +669,16 @@ std::string Head::not_held_message(uint64_t id) const {
            "a task made it, and it was never accepted, or its parent is done and its "
            "result was received";
   }
-  auto owner = state_.client_by_num.find(static_cast<uint32_t>(id >> 40));
-  if (owner == state_.client_by_num.end()) return head + "no client of this head made it";
+  const auto num = static_cast<uint32_t>(id >> 40);
+  auto owner = state_.client_by_num.find(num);
+  if (owner == state_.client_by_num.end()) {
+    // Numbers are never given out twice: one below the next was retired.
+    if (num != 0 && num < state_.next_client) {
+      return head + "its caller was gone for longer than head --result-ttl-s, so its results " +
+             "expired and the head forgot that client";
+    }
+    return head + "no client of this head made it";
+  }
   if ((id & kSeqMask) > state_.clients.at(owner->second).rec.max_seq) {
     return head + "it was never accepted (its caller had not sent it, or the head died before " +
            "committing it)";
@@ -695,20 +709,34 @@ void Head::expire_results() {
   }
   // Looked at only when a client has just expired, or a result came for one
   // since the last sweep.
-  if (!due || expired.empty()) return;
-  std::vector<uint64_t> ids;
-  for (uint32_t caller : expired) {
-    for (uint64_t id : state_.done_ids(caller)) {
-      // A task's calls go with their parent (State::apply_forget), not with a connection.
-      if (state_.tasks.at(id).parent == 0) ids.push_back(id);
+  if (due && !expired.empty()) {
+    std::vector<uint64_t> ids;
+    for (uint32_t caller : expired) {
+      for (uint64_t id : state_.done_ids(caller)) {
+        // A task's calls go with their parent (State::apply_forget), not with a connection.
+        if (state_.tasks.at(id).parent == 0) ids.push_back(id);
+      }
+    }
+    if (!ids.empty()) {
+      record(EventKind::kForget, ids);
+      state_.apply_forget(ids);
+      count("results_expired", ids.size());
+      spdlog::info("{} stored results expired: their callers have been gone for over {} s",
+                   ids.size(),
+                   std::chrono::duration_cast<std::chrono::seconds>(opt_.result_ttl).count());
     }
   }
-  if (ids.empty()) return;
-  record(EventKind::kForget, ids);
-  state_.apply_forget(ids);
-  count("results_expired", ids.size());
-  spdlog::info("{} stored results expired: their callers have been gone for over {} s", ids.size(),
-               std::chrono::duration_cast<std::chrono::seconds>(opt_.result_ttl).count());
+  // An expired client that holds no call any more is retired: a head that
+  // serves short-lived drivers for months keeps no record of each.
+  std::vector<std::string> retire;
+  for (uint32_t caller : expired) {
+    if (state_.calls_by(caller) == 0) retire.push_back(state_.client_by_num.at(caller));
+  }
+  for (const std::string& uuid : retire) {
+    record(EventKind::kRetireClient, uuid);
+    state_.apply_retire_client(uuid);
+  }
+  count("clients_retired", retire.size());
 }
 
 void Head::time_out(Task& t) {
@@ -811,6 +839,10 @@ void Head::on_done(Node& n, wire::Done& d) {
       handed_back.push_back(&t);
       continue;
     }
+    // A result (lease holders only: an SP member's completion is not one).
+    if (t.since != transport::Clock::time_point{}) pool.latency.ran.observe(now_ - t.since);
+    if (t.accepted_at != transport::Clock::time_point{})
+      pool.latency.answered.observe(now_ - t.accepted_at);
     FinishEvent e{c.id, c.ok, c.kind, std::move(c.error_type), std::move(c.payload)};
     record(EventKind::kFinish, e);
     state_.apply_finish(e);
@@ -843,6 +875,7 @@ void Head::requeue_front(std::vector<Task*>& tasks, bool handed_back) {
     record(EventKind::kRequeue, e);
     state_.apply_requeue(e);
     state_.enqueue(state_.pools[t->mailbox], t->priority, t->id, true);
+    t->since = now_;
     if (t->deadline_ms != 0)
       deadlines_.emplace(t->deadline_ms, t->id);  // may be past: expires next turn
   }
@@ -979,6 +1012,7 @@ void Head::on_remove_pool(const std::string& peer, const wire::RemovePool& r, ui
   for (auto& [node_peer, u] : unplace) to_nodes_[node_peer].frames.push_back(wire::encode(u));
   spdlog::info("pool {} removed: {} calls failed, {} actors unplaced", r.name, open.size(),
                pool.members.size());
+  for (const auto& [gid, g] : pool.groups) drop_rendezvous(group_name(r.name, gid), g.epoch);
   count("pools_removed");
   count("tasks_failed_pool_removed", open.size());
   record(EventKind::kRemovePool, r.name);
@@ -1052,7 +1086,9 @@ void Head::on_kv_set(const std::string& peer, wire::KvSet& s, uint64_t rid) {
   for (auto it = first; it != last; ++it)
     to_nodes_[it->second.peer].frames.push_back(wire::encode(wire::KvValue{true, s.value}, it->second.rid));
   kv_waiters_.erase(first, last);
-  kv_[s.key] = std::move(s.value);
+  auto [it, added] = kv_.try_emplace(s.key);
+  kv_bytes_ += s.value.size() + (added ? s.key.size() : 0) - it->second.size();
+  it->second = std::move(s.value);
   to_nodes_[peer].frames.push_back(wire::encode_empty(wire::MsgType::kOk, rid));
 }
 
@@ -1156,6 +1192,8 @@ Task* Head::lease(Pool& pool, Actor& a, Node& n, const SpGroupState* group) {
   LeaseEvent e{id, state_.next_epoch, a.rec.id, n.id};
   record(EventKind::kLease, e);
   state_.apply_lease(e);
+  if (t.since != transport::Clock::time_point{}) pool.latency.waited.observe(now_ - t.since);
+  t.since = now_;
   a.credit -= 1;
   a.leased += 1;
   pool.leased += 1;
@@ -1185,7 +1223,7 @@ Task* Head::lease(Pool& pool, Actor& a, Node& n, const SpGroupState* group) {
   for (int32_t r = 0; r < size; ++r) {
     const Actor& m = state_.actors[group->members[r]];
     send(m.rec.id, state_.nodes[m.node],
-         SpGroup{pool.rec.name + "/sp" + std::to_string(group->id), group->epoch, r, size, group->members});
+         SpGroup{group_name(pool.rec.name, group->id), group->epoch, r, size, group->members});
   }
   return &t;
 }
@@ -1367,6 +1405,12 @@ ClusterStatus Head::status() const {
   s.counters = counters_;
   // The longest time between two reads of the socket (a turn's work and the
   // poll's wait), in this head's life.
+  // What the rendezvous KV holds now (in memory: keys of live SP
+  // formations and the programs' own).
+  s.counters["kv_keys"] = kv_.size();
+  s.counters["clients_known"] =
+      state_.clients.size();  // records held: connected, or not yet retired
+  s.counters["kv_bytes"] = kv_bytes_;
   s.counters["turn_gap_ms_max"] = static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::milliseconds>(longest_turn_gap_).count());
   s.metrics_address = metrics_address();
@@ -1399,9 +1443,10 @@ ClusterStatus Head::status() const {
                                      a.completed});
     }
     s.pools.push_back(PoolStatus{name, p.rec.type, p.rec.market, p.rec.size, placed, p.queue.size(),
-                                 p.leased, p.queue.depths()});
+                                 p.leased, p.queue.depths(), p.latency.waited.status(),
+                                 p.latency.ran.status(), p.latency.answered.status()});
     for (const auto& [gid, g] : p.groups) {
-      s.groups.push_back(SpGroupStatus{name, name + "/sp" + std::to_string(gid), g.epoch, g.members, g.task});
+      s.groups.push_back(SpGroupStatus{name, group_name(name, gid), g.epoch, g.members, g.task});
     }
   }
   return s;

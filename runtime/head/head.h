@@ -194,6 +194,13 @@ class Head {
   // with notice yielded after the same commit as rank 0.
   void break_group(Pool& pool, uint64_t group_id, const char* why, bool requeue = true);
   bool free_for_group(const Actor& a) const;
+  // "<pool>/sp<id>": the name members and status know a group by.
+  static std::string group_name(const std::string& pool, uint64_t id) {
+    return pool + "/sp" + std::to_string(id);
+  }
+  // Forgets the KV keys a formation's members rendezvoused through
+  // (collective::rendezvous_prefix): it has ended, and no member reads them again.
+  void drop_rendezvous(const std::string& group, uint64_t epoch);
   // A member of an SP group that runs a task now.
   bool in_busy_group(const Actor& a) const;
   // A completion from an SP member that does not hold the task's lease:
@@ -276,7 +283,8 @@ class Head {
       it = waiters.erase(it);
     }
   }
-  std::map<std::string, std::string> kv_;
+  std::map<std::string, std::string> kv_;  // ordered: a formation's keys are one range
+  size_t kv_bytes_ = 0;                    // of its keys and values
   std::multimap<std::string, KvWaiter> kv_waiters_;
   struct ObjectEntry {
     uint64_t size = 0;

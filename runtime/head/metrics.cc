@@ -2,6 +2,7 @@
 
 #include <map>
 #include <sstream>
+#include <tuple>
 
 namespace spotlight::head {
 
@@ -40,6 +41,24 @@ class Writer {
       out_ << '}';
     }
     out_ << ' ' << value << '\n';
+  }
+  // One labelled histogram of the current family: cumulative buckets, then
+  // its sum and count.
+  void histogram(const char* label, const std::string& value, const Latency& l) {
+    const std::string lv = std::string(label) + "=\"" + prometheus_label(value) + '"';
+    uint64_t below = 0;
+    for (size_t i = 0; i <= kLatencyBoundsS.size(); ++i) {
+      below += l.buckets.empty() ? 0 : l.buckets[i];
+      out_ << name_ << "_bucket{" << lv << ",le=\"";
+      if (i < kLatencyBoundsS.size()) {
+        out_ << kLatencyBoundsS[i];
+      } else {
+        out_ << "+Inf";
+      }
+      out_ << "\"} " << below << '\n';
+    }
+    out_ << name_ << "_sum{" << lv << "} " << l.sum_s << '\n';
+    out_ << name_ << "_count{" << lv << "} " << l.count << '\n';
   }
   std::string str() const { return out_.str(); }
 
@@ -111,6 +130,22 @@ std::string prometheus_text(const ClusterStatus& s) {
   }
   w.family("spotlight_pool_leased", "gauge", "Calls of each pool leased to its actors.");
   for (const auto& p : s.pools) w.sample({{"pool", p.name}}, p.leased);
+
+  // Latency histograms of the pools that served calls in this boot (a
+  // cluster of 10,000 idle pools of one adds no lines).
+  const std::tuple<const char*, Latency PoolStatus::*, const char*> latencies[] = {
+      {"spotlight_pool_call_wait_seconds", &PoolStatus::waited,
+       "Seconds a call waited in its pool's mailbox, each time it left it for a lease."},
+      {"spotlight_pool_call_run_seconds", &PoolStatus::ran,
+       "Seconds from a call's lease to its result from the actor."},
+      {"spotlight_pool_call_seconds", &PoolStatus::answered,
+       "Seconds from a call's acceptance to its result from the actor, as the head saw them."}};
+  for (const auto& [name, field, help] : latencies) {
+    w.family(name, "histogram", help);
+    for (const auto& p : s.pools) {
+      if ((p.*field).count > 0) w.histogram("pool", p.name, p.*field);
+    }
+  }
 
   std::map<std::string, uint64_t> groups;
   for (const auto& p : s.pools) groups[p.name] = 0;

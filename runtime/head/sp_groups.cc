@@ -18,6 +18,7 @@
 #include <spdlog/spdlog.h>
 
 #include "head/head.h"
+#include "spotlight/collective.h"
 
 namespace spotlight::head {
 
@@ -118,6 +119,7 @@ void Head::break_group(Pool& pool, uint64_t group_id, const char* why, bool requ
     n.probe = ++next_probe_;
     to_nodes_[n.peer].frames.push_back(wire::encode_empty(wire::MsgType::kProbe, n.probe));
   }
+  drop_rendezvous(group_name(pool.rec.name, group_id), g.epoch);
   count("sp_groups_broken");
   spdlog::info("SP group {}/sp{} (epoch {}) broken: {}", pool.rec.name, group_id, g.epoch, why);
 }
@@ -178,6 +180,18 @@ void Head::end_lease(Task& t) {
   }
   auto nit = state_.nodes.find(t.node);
   if (nit != state_.nodes.end() && nit->second.alive && nit->second.leased > 0) nit->second.leased -= 1;
+}
+
+void Head::drop_rendezvous(const std::string& group, uint64_t epoch) {
+  const std::string prefix = collective::rendezvous_prefix(group, epoch) + "/";
+  auto it = kv_.lower_bound(prefix);
+  size_t dropped = 0;
+  while (it != kv_.end() && it->first.compare(0, prefix.size(), prefix) == 0) {
+    kv_bytes_ -= it->first.size() + it->second.size();
+    it = kv_.erase(it);
+    ++dropped;
+  }
+  count("kv_keys_dropped", dropped);
 }
 
 }  // namespace spotlight::head

@@ -74,8 +74,11 @@ void State::enqueue(Pool& p, int32_t priority, uint64_t id, bool front) {
   waiting.insert(p.rec.name);
 }
 
-void State::apply_accept(const TaskRecord& t, ClientRecord* maker) {
-  Task& task = tasks[t.id];
+Task& State::apply_accept(const TaskRecord& t, ClientRecord* maker) {
+  auto [it, fresh] = tasks.try_emplace(t.id);
+  Task& task = it->second;
+  if (!fresh) uncount_call(task.caller);  // a row the journal repeats
+  calls_of[t.caller] += 1;
   unindex_lease(task);
   static_cast<TaskRecord&>(task) = t;
   if (t.state == TaskState::kLeased) leased_on[t.node].insert(t.id);  // a row loaded at a restart
@@ -88,11 +91,11 @@ void State::apply_accept(const TaskRecord& t, ClientRecord* maker) {
     auto p = tasks.find(t.parent);
     if (p != tasks.end() && p->second.state != TaskState::kDone) children[t.parent].push_back(t.id);
   }
-  if (t.id >> 63) return;  // a child id: no client's high-water mark
+  if (t.id >> 63) return task;  // a child id: no client's high-water mark
   // The maker's high-water mark (the id's prefix: a fetch changes the caller, not the maker).
   if (!maker) {
     auto it = client_by_num.find(static_cast<uint32_t>(t.id >> 40));
-    if (it == client_by_num.end()) return;
+    if (it == client_by_num.end()) return task;
     maker = &clients[it->second].rec;
   }
   const uint64_t seq = t.id & ((uint64_t{1} << 40) - 1);
@@ -100,6 +103,7 @@ void State::apply_accept(const TaskRecord& t, ClientRecord* maker) {
     maker->max_seq = seq;
     dirty_clients.insert(maker->uuid);
   }
+  return task;
 }
 
 void State::apply_lease(const LeaseEvent& e) {
@@ -170,6 +174,8 @@ void State::apply_commit(const CommitEvent& e) {
 void State::apply_claim(const ClaimEvent& e) {
   auto it = tasks.find(e.id);
   if (it == tasks.end()) return;
+  uncount_call(it->second.caller);
+  calls_of[e.caller] += 1;
   it->second.caller = e.caller;
   if (it->second.state == TaskState::kDone) index_done(it->second);  // now the claimer's to receive
   mark_dirty(e.id, it->second);
@@ -236,7 +242,26 @@ std::vector<uint64_t> State::leased_ids(const std::string& node) const {
                                : std::vector<uint64_t>(it->second.begin(), it->second.end());
 }
 
+void State::uncount_call(uint32_t caller) {
+  auto it = calls_of.find(caller);
+  if (it == calls_of.end()) return;
+  if (--it->second == 0) calls_of.erase(it);
+}
+
+void State::apply_retire_client(const std::string& uuid) {
+  auto it = clients.find(uuid);
+  if (it == clients.end()) return;
+  const uint32_t num = it->second.rec.num;
+  client_by_num.erase(num);
+  done_of.erase(num);
+  calls_of.erase(num);
+  dirty_clients.erase(uuid);
+  erased_clients.push_back(uuid);
+  clients.erase(it);
+}
+
 void State::erase_task(std::unordered_map<uint64_t, Task>::iterator it) {
+  uncount_call(it->second.caller);
   unindex_lease(it->second);
   if (it->second.in_snapshot) erased_tasks.push_back(it->first);
   children.erase(it->first);
@@ -255,6 +280,9 @@ void State::replay(std::string_view entry) {
     const msgpack::object& body = o.via.array.ptr[1];
     switch (kind) {
       case EventKind::kClient: apply_client(body.as<ClientRecord>()); break;
+      case EventKind::kRetireClient:
+        apply_retire_client(body.as<std::string>());
+        break;
       case EventKind::kPool: apply_pool(body.as<PoolRecord>()); break;
       case EventKind::kActor: apply_actor(body.as<ActorRecord>()); break;
       case EventKind::kAccept: apply_accept(body.as<TaskRecord>()); break;
@@ -318,11 +346,13 @@ store::Compaction State::compaction() {
   for (const auto& uuid : dirty_clients) c.clients.push_back(clients.at(uuid).rec);
   c.erase_pools = std::move(erased_pools);
   c.erase_actors = std::move(erased_actors);
+  c.erase_clients = std::move(erased_clients);
   dirty_pools.clear();
   dirty_actors.clear();
   dirty_clients.clear();
   erased_pools.clear();
   erased_actors.clear();
+  erased_clients.clear();
   c.upsert.reserve(
       dirty_tasks.size());  // a million records grown by doubling cost the head ~100 ms more
   for (uint64_t id : dirty_tasks) {

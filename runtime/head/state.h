@@ -16,6 +16,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "head/latency.h"
 #include "head/mailbox.h"
 #include "store/store.h"
 #include "transport/socket.h"
@@ -42,6 +43,8 @@ enum class EventKind : uint8_t {
   kClaim = 10,   // ClaimEvent: another client fetched the task and now receives its result
   kRemovePool =
       11,  // a pool's name: the pool and its actors are gone (its open tasks finished before)
+  kRetireClient =
+      12,  // a client's uuid: gone past the result TTL and holding no call, its record goes
 };
 
 struct LeaseEvent {
@@ -110,6 +113,10 @@ const char* to_string(ActorPhase p);
 struct Task : TaskRecord {
   bool in_snapshot = false;  // a row exists in the tasks table
   bool dirty = false;        // changed since the last compaction (listed in State::dirty_tasks)
+  // For the pool's latency histograms (Pool::latency), not durable: when
+  // this boot accepted the call, and when it last entered its mailbox or
+  // its lease. Unset (epoch) for a call a restarted head took over.
+  transport::Clock::time_point accepted_at{}, since{};
 };
 
 // A sequence-parallel group: sp_degree actors of one pool that run each of
@@ -132,6 +139,7 @@ struct Pool {
   std::vector<uint64_t> members;
   uint64_t leased = 0;
   size_t cursor = 0;  // round-robin position over members
+  PoolLatency latency;  // not durable
 };
 
 struct Actor {
@@ -222,6 +230,15 @@ class State {
     size_t trim_at = 1024;
   };
   std::unordered_map<uint32_t, DoneList> done_of;
+  // How many tasks each caller has (TaskRecord::caller), in any state: a
+  // client with none left, gone past the result TTL, is retired (its record
+  // dropped), so the head holds records of the clients that matter, not of
+  // every driver that ever ran. Kept by apply_accept, apply_claim and erase_task.
+  std::unordered_map<uint32_t, uint64_t> calls_of;
+  uint64_t calls_by(uint32_t caller) const {
+    auto it = calls_of.find(caller);
+    return it == calls_of.end() ? 0 : it->second;
+  }
   // The finished tasks whose result `caller` is to receive now.
   std::vector<uint64_t> done_ids(uint32_t caller);
 
@@ -240,12 +257,16 @@ class State {
   std::set<std::string> dirty_clients;
   std::vector<std::string> erased_pools;
   std::vector<uint64_t> erased_actors;
+  std::vector<std::string> erased_clients;
   bool meta_dirty() const {
     return !dirty_pools.empty() || !dirty_actors.empty() || !dirty_clients.empty() ||
-           !erased_pools.empty() || !erased_actors.empty();
+           !erased_pools.empty() || !erased_actors.empty() || !erased_clients.empty();
   }
 
   void apply_client(const ClientRecord& c);
+  // Drops a client's record (it holds no task; see calls_of). Its number is
+  // not given out again: ids with its prefix may still be in flight somewhere.
+  void apply_retire_client(const std::string& uuid);
   void apply_pool(const PoolRecord& p);
   // Drops the pool and its actors' records (its open tasks were finished first).
   void apply_remove_pool(const std::string& name);
@@ -257,7 +278,7 @@ class State {
   void enqueue(Pool& p, int32_t priority, uint64_t id, bool front = false);
   // `maker`: the record of the client that made the call (the live head has
   // it at hand), else found by the id's prefix.
-  void apply_accept(const TaskRecord& t, ClientRecord* maker = nullptr);
+  Task& apply_accept(const TaskRecord& t, ClientRecord* maker = nullptr);
   void apply_lease(const LeaseEvent& e);
   void apply_finish(const FinishEvent& e);
   void apply_requeue(const RequeueEvent& e);
@@ -269,6 +290,7 @@ class State {
   std::vector<uint64_t> apply_forget(const std::vector<uint64_t>& ids, uint32_t caller = 0);
   // Drops a finished task for good.
   void erase_task(std::unordered_map<uint64_t, Task>::iterator it);
+  void uncount_call(uint32_t caller);
   // Takes a task out of leased_on if it is leased (before its state changes).
   void unindex_lease(const Task& t);
   // Lists a finished task under its caller (done_of).

@@ -80,6 +80,12 @@ TaskList Head::list_tasks(const TaskQuery& q) const {
     if (t.state == TaskState::kDone)
       info.outcome = t.ok ? "ok" : to_string(static_cast<ErrorKind>(t.kind));
     info.args_bytes = t.args.data.size();
+    auto ms_since = [&](transport::Clock::time_point at) -> int64_t {
+      if (at == transport::Clock::time_point{}) return -1;
+      return std::chrono::duration_cast<std::chrono::milliseconds>(now_ - at).count();
+    };
+    info.age_ms = ms_since(t.accepted_at);
+    if (t.state != TaskState::kDone) info.in_state_ms = ms_since(t.since);
     out.tasks.push_back(std::move(info));
   }
   return out;

@@ -30,9 +30,10 @@ namespace {
 // own, PATH.journal; 4: in numbered files, PATH.journal.N; 5: Claim events,
 // task deadlines and clients' high-water marks (fields an older head would
 // not read); 6: task priorities (the same); 7: pools' placement strategy and node (the
-// same). Older layouts are read (a schema-2 store's journal rows, a schema-3 PATH.journal as
-// file 0) and folded by the first compaction.
-constexpr int kSchemaVersion = 7;
+// same); 8: RetireClient events (an older head could not replay them). Older layouts are read (a
+// schema-2 store's journal rows, a schema-3 PATH.journal as file 0) and folded by the first
+// compaction.
+constexpr int kSchemaVersion = 8;
 constexpr int kOldestReadable = 2;
 
 class Stmt {
@@ -346,6 +347,11 @@ class SqliteStore final : public Store {
       for (uint64_t id : c.erase_actors) {
         erase_actor.bind(1, static_cast<int64_t>(id));
         erase_actor.run(db_);
+      }
+      Stmt erase_client(db_, "DELETE FROM clients WHERE uuid = ?");
+      for (const auto& uuid : c.erase_clients) {
+        erase_client.bind(1, uuid);
+        erase_client.run(db_);
       }
       Stmt pool(db_, "INSERT OR REPLACE INTO pools(name, rec) VALUES(?, ?)");
       for (const auto& p : c.pools) {

@@ -111,6 +111,7 @@ struct Compaction {
   std::vector<ClientRecord> clients;     // created or changed
   std::vector<std::string> erase_pools;  // removed (deleted before the upserts)
   std::vector<uint64_t> erase_actors;    // removed with their pool
+  std::vector<std::string> erase_clients;  // retired (State::apply_retire_client)
   std::vector<TaskRecord> upsert;  // live tasks changed since the last compaction
   std::vector<uint64_t> erase;     // tasks gone since the last compaction
 };

@@ -60,6 +60,15 @@ std::string get(const std::string& address, const std::string& line) {
   return c.exchange(line + "\r\nHost: test\r\nConnection: close\r\n\r\n");
 }
 
+// The pool's "waited" count in a /status.json reply, with its quantiles there.
+int64_t j_after_pool_waited_count(const std::string& reply) {
+  auto j = nlohmann::json::parse(reply.substr(reply.find("\r\n\r\n") + 4));
+  const auto& w = j["pools"][0]["waited"];
+  EXPECT_LE(w["p50_s"].get<double>(), w["p99_s"].get<double>());
+  EXPECT_EQ(w["buckets"].size(), kLatencyBoundsS.size() + 1);
+  return w["count"].get<int64_t>();
+}
+
 TEST(MetricsEndpoint, ShowsTheClusterAndRefusesWhatIsNotAScrape) {
   auto opts = cluster_options(0);  // no node: the calls wait in their mailbox
   opts.head_args = {"--metrics-port", "0"};
@@ -69,6 +78,7 @@ TEST(MetricsEndpoint, ShowsTheClusterAndRefusesWhatIsNotAScrape) {
   std::vector<Future<int64_t>> calls;
   for (int i = 0; i < 5; ++i) calls.push_back(w.call(&Worker::twice, int64_t{i}));
   rt.wait_accepted();
+  const auto accepted_by = std::chrono::steady_clock::now();
   const std::string at = rt.status().metrics_address;
   ASSERT_FALSE(at.empty()) << "status names the endpoint";
   EXPECT_EQ(at.rfind("127.0.0.1:", 0), 0u) << "only this machine by default: " << at;
@@ -114,6 +124,8 @@ TEST(MetricsEndpoint, ShowsTheClusterAndRefusesWhatIsNotAScrape) {
   EXPECT_EQ(huge.rfind("HTTP/1.1 400", 0), 0u) << huge.substr(0, 200);
 
   // Still serving, and what it shows follows the head: a node runs the calls.
+  // They waited at least from their acceptance to the node's start.
+  const auto waited_at_least = std::chrono::steady_clock::now() - accepted_by;
   cluster.add_node(1, "reserved");
   for (auto& f : calls) f.get(std::chrono::seconds(60));
   const std::string after = get(at, "GET /metrics HTTP/1.1");
@@ -121,6 +133,30 @@ TEST(MetricsEndpoint, ShowsTheClusterAndRefusesWhatIsNotAScrape) {
       << after;
   EXPECT_NE(after.find("spotlight_nodes{state=\"alive\"} 1\n"), std::string::npos) << after;
   EXPECT_NE(after.find("spotlight_results_ok_total 5\n"), std::string::npos) << after;
+  const std::string p = R"(pool="metrics-waiting")";
+  EXPECT_NE(after.find("spotlight_pool_call_wait_seconds_count{" + p + "} 5\n"), std::string::npos)
+      << after;
+  EXPECT_NE(after.find("spotlight_pool_call_run_seconds_count{" + p + "} 5\n"), std::string::npos)
+      << after;
+  EXPECT_NE(after.find("spotlight_pool_call_seconds_count{" + p + "} 5\n"), std::string::npos)
+      << after;
+  // No call is counted in a bucket below what it must have waited.
+  const PoolStatus pool = rt.status().pools.at(0);
+  const double floor_s = std::chrono::duration<double>(waited_at_least).count();
+  for (const Latency* l : {&pool.waited, &pool.answered}) {
+    ASSERT_EQ(l->count, 5u);
+    ASSERT_EQ(l->buckets.size(), kLatencyBoundsS.size() + 1);
+    for (size_t i = 0; i < kLatencyBoundsS.size() && kLatencyBoundsS[i] < floor_s; ++i)
+      EXPECT_EQ(l->buckets[i], 0u)
+          << "a call counted at most " << kLatencyBoundsS[i] << " s, waited " << floor_s;
+    // The median reads at least the lower bound of the floor's bucket.
+    double lower = 0;
+    for (double b : kLatencyBoundsS) {
+      if (b < floor_s) lower = b;
+    }
+    EXPECT_GE(l->quantile(0.5), lower);
+  }
+  EXPECT_EQ(j_after_pool_waited_count(get(at, "GET /status.json HTTP/1.1")), 5);
   const std::string page_after = get(at, "GET /index.html HTTP/1.1");
   EXPECT_NE(page_after.find("<b>1</b>nodes alive"), std::string::npos) << page_after;
 }

@@ -89,6 +89,70 @@ TEST(ResultExpiry, ATtlOfZeroKeepsThem) {
       std::chrono::duration_cast<std::chrono::milliseconds>(until -
                                                             std::chrono::steady_clock::now())));
   EXPECT_FALSE(rt.fetch<std::string>(id).get(30s).empty());
+  EXPECT_EQ(counter(rt.status(), "clients_retired"), 0u)
+      << "a client's record stays while its results may";
+}
+
+// A driver gone past the TTL that holds no call any more is retired: its
+// record leaves the head, durably, so a head that serves short-lived drivers
+// for months holds the records of those that matter. A call of a retired
+// driver is still explained.
+TEST(ResultExpiry, GoneClientsWithNoCallLeftAreRetiredForGood) {
+  ClusterOptions o = cluster_options(1);
+  o.head_args = {"--liveness-ms", "200", "--result-ttl-s",
+                 "1.5"};  // long enough to reconnect after a restart
+  LocalCluster cluster(o);
+  auto rt = cluster.connect();
+  auto pool = rt.pool<Worker>(kPool, on_market("any"));
+  EXPECT_EQ(pool.call(&Worker::twice, int64_t{1}).get(30s), 2);
+  const uint64_t known = counter(rt.status(), "clients_known");
+  ASSERT_GE(known, 1u);
+  constexpr int kDrivers = 4;
+  uint64_t abandoned = 0;
+  for (int i = 0; i < kDrivers; ++i) {
+    auto driver = cluster.connect();
+    auto w = driver.actor<Worker>(kPool);
+    EXPECT_EQ(w.call(&Worker::twice, int64_t{i}).get(30s), 2 * i);  // received: nothing left
+  }
+  {
+    auto driver = cluster.connect();  // leaves a call whose result nobody receives
+    abandoned = driver.actor<Worker>(kPool).call(&Worker::twice, int64_t{7}).task_id();
+    driver.wait_accepted();
+  }
+  ClusterStatus s;
+  ASSERT_TRUE(wait_for_status(cluster.address(),
+                              [&](const ClusterStatus& st) {
+                                s = st;
+                                return counter(st, "clients_retired") == kDrivers + 1;
+                              }))
+      << "retired: " << counter(s, "clients_retired");
+  EXPECT_EQ(counter(s, "clients_known"), known) << "only the connected driver's record is left";
+  EXPECT_EQ(counter(s, "results_expired"), 1u) << "the abandoned result went first";
+  EXPECT_EQ(s.tasks_live, 0u);
+  auto fetch_says_expired = [](Runtime& r, uint64_t id) {
+    try {
+      r.fetch<int64_t>(id).get(30s);
+      ADD_FAILURE() << "a retired client's call was still held";
+    } catch (const RejectedError& e) {
+      EXPECT_NE(std::string(e.what()).find("expired"), std::string::npos) << e.what();
+    }
+  };
+  fetch_says_expired(rt, abandoned);
+
+  // Journaled: a head killed and restarted does not bring the records back,
+  // nor does one that stopped cleanly (its tables were written).
+  cluster.kill_head(SIGKILL);
+  cluster.start_head();
+  auto again = cluster.connect();
+  EXPECT_EQ(counter(again.status(), "clients_known"), known + 1)
+      << "the driver that just connected";
+  cluster.kill_head(SIGTERM);
+  cluster.start_head();
+  auto third = cluster.connect();
+  EXPECT_LE(counter(third.status(), "clients_known"), known + 2);
+  fetch_says_expired(third, abandoned);
+  EXPECT_EQ(third.actor<Worker>(kPool).call(&Worker::twice, int64_t{4}).get(30s), 8)
+      << "still serving";
 }
 
 }  // namespace

@@ -199,6 +199,40 @@ TEST(SpGroups, ACancelledCallStopsTheGroupWhichReforms) {
   EXPECT_GE(counter(after, "sp_groups_broken"), 1u);
   EXPECT_EQ(counter(after, "nodes_lost"), 0u);
 }
+
+// A group's rendezvous keys live as long as the group: each formation
+// writes its members' addresses to the head's KV, and a pool that re-forms
+// around preemptions for weeks must not keep every formation's keys.
+TEST(SpGroups, TheHeadForgetsAFormationsRendezvousKeysWhenItsGroupEnds) {
+  BusyGroup b;
+  auto& [cluster, rt, f, before, group] = b;
+  const uint64_t keys = counter(before, "kv_keys");
+  ASSERT_GT(keys, 0u) << "the running group rendezvoused through the head's KV";
+  ASSERT_GT(counter(before, "kv_bytes"), 0u);
+  auto pool = rt.actor<SpSummer>("sp");
+  constexpr int kFormations = 3;
+  for (int i = 0; i < kFormations; ++i) {
+    // A cancelled run breaks its group; the next call runs in a new formation.
+    ASSERT_EQ(rt.cancel(f), CancelOutcome::kCancelled);
+    EXPECT_THROW(f.get(std::chrono::seconds(60)), CancelledError);
+    f = pool.call(&SpSummer::run, kSteps, int64_t{40});
+    ASSERT_TRUE(wait_for_status(cluster.address(),
+                                [&](const ClusterStatus& s) {
+                                  return s.groups.size() == 1 && s.groups[0].task != 0 &&
+                                         counter(s, "kv_keys") == keys &&
+                                         counter(s, "kv_keys_dropped") == (i + 1) * keys;
+                                }))
+        << "formation " << i + 2 << " holds as many keys as the first, and the last one's are gone";
+  }
+  ClusterStatus running = rt.status();
+  EXPECT_EQ(counter(running, "sp_groups_broken"), static_cast<uint64_t>(kFormations));
+  // Removing the pool ends its last group, and its keys with it.
+  rt.remove_pool("sp");
+  EXPECT_THROW(f.get(std::chrono::seconds(60)), RejectedError);
+  ClusterStatus removed = rt.status();
+  EXPECT_EQ(counter(removed, "kv_keys"), 0u);
+  EXPECT_EQ(counter(removed, "kv_bytes"), 0u);
+}
 TEST(SpGroups, DrainOfRankZerosNodeYieldsTheGroupAndLosesNoStep) { drain_member_mid_call(0); }
 
 // The head is killed with SIGKILL while a group runs a call, and restarted

@@ -33,6 +33,7 @@ TEST(TaskList, ListsWaitingLeasedAndFinishedCallsByPoolAndState) {
   auto workers = rt.spawn<Worker>("list-workers");
   auto gate = rt.spawn<Gate>("list-gate");
   std::vector<Future<int64_t>> twice, passes;
+  const auto submitted = std::chrono::steady_clock::now();
   for (int64_t i = 0; i < 3; ++i) twice.push_back(workers.call(&Worker::twice, i));
   passes.push_back(gate.with(CallOptions{.priority = 5}).call(&Gate::pass, dir.path(), int64_t{0}));
   rt.wait_accepted();
@@ -46,8 +47,20 @@ TEST(TaskList, ListsWaitingLeasedAndFinishedCallsByPoolAndState) {
     gone.wait_accepted();
   }
 
+  const auto accepted_by = std::chrono::steady_clock::now();
   TaskList all = rt.tasks();
+  const auto since = [](std::chrono::steady_clock::time_point t) {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
+                                                                 t)
+        .count();
+  };
   EXPECT_EQ(all.matching, 5u);
+  for (const TaskInfo& t : all.tasks) {
+    // Accepted after `submitted`; waiting since, never leased.
+    EXPECT_LE(t.age_ms, since(submitted) + 1) << t.id;
+    EXPECT_GE(t.age_ms, 0) << t.id;
+    EXPECT_EQ(t.in_state_ms, t.age_ms) << "queued since its acceptance";
+  }
   EXPECT_EQ(ids_of(all),
             (std::vector<uint64_t>{twice[0].task_id(), twice[1].task_id(), twice[2].task_id(),
                                    passes[0].task_id(), passes[1].task_id()}))
@@ -73,6 +86,7 @@ TEST(TaskList, ListsWaitingLeasedAndFinishedCallsByPoolAndState) {
 
   // A node runs the workers' calls; the gate holds its first call, leased, and the second behind
   // it.
+  const auto node_added = std::chrono::steady_clock::now();
   cluster.add_node(2, "reserved");
   for (auto& f : twice) f.get(60s);
   ASSERT_TRUE(wait_for_status(cluster.address(), [&](const ClusterStatus&) {
@@ -83,6 +97,14 @@ TEST(TaskList, ListsWaitingLeasedAndFinishedCallsByPoolAndState) {
   EXPECT_FALSE(leased.tasks[0].node.empty());
   EXPECT_NE(leased.tasks[0].actor, 0u);
   EXPECT_EQ(leased.tasks[0].attempts, 1u);
+  // Leased since the node came, which was after the calls were accepted.
+  const int64_t wait_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(node_added - accepted_by).count();
+  for (const TaskInfo& t : leased.tasks) {
+    EXPECT_GE(t.in_state_ms, 0);
+    EXPECT_LE(t.in_state_ms, since(node_added) + 1) << "leased once the node came";
+    EXPECT_GE(t.age_ms, wait_ms) << "accepted before the node was started";
+  }
 
   // The gone driver's call is cancelled by id: it stays listed, as done.
   EXPECT_EQ(rt.cancel(passes[1].task_id()), CancelOutcome::kCancelled);
@@ -90,6 +112,8 @@ TEST(TaskList, ListsWaitingLeasedAndFinishedCallsByPoolAndState) {
   ASSERT_EQ(done.tasks.size(), 1u);
   EXPECT_EQ(done.tasks[0].id, passes[1].task_id());
   EXPECT_EQ(done.tasks[0].outcome, "cancelled");
+  EXPECT_EQ(done.tasks[0].in_state_ms, -1) << "no longer queued or leased";
+  EXPECT_GE(done.tasks[0].age_ms, 0);
   open_gate(dir.path());
   EXPECT_EQ(passes[0].get(60s), 0);
 

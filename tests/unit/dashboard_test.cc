@@ -21,6 +21,7 @@ ClusterStatus sample_status(size_t actors) {
   s.nodes = {alive, draining, dead};
   PoolStatus p{"<script>alert(1)</script>", "Explorer", "spot", 4, 3, 1234, 5,
                {{1, 34}, {0, 1200}}};
+  p.answered = Latency{{0, 0, 0, 0, 0, 0, 10, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, 0.07, 10};
   s.pools = {p};
   for (size_t i = 1; i <= actors; ++i)
     s.actors.push_back(ActorStatus{i, p.name, "node-a", "ready", 1, 0, i});
@@ -42,7 +43,7 @@ TEST(Dashboard, ShowsEveryPartOfTheStatus) {
        {"<td>node-a</td>", "<td>node-b</td>", "<td>node-c</td>", "<b>1</b>nodes alive",
         "<b>1</b>draining", "<b>1</b>dead", "<b>1,234</b>calls waiting", "<b>42</b>calls held",
         "7 / 12", "3 / 4", "1: 34  0: 1,200", "sp1</td>", "bad_frames_not_msgpack",
-        "<td class=\"n\">99</td>", "http-equiv=\"refresh\""}) {
+        "<td class=\"n\">99</td>", "http-equiv=\"refresh\"", "<td>7.5 ms / "}) {
     EXPECT_NE(page.find(want), std::string::npos) << want;
   }
   EXPECT_EQ(page.find("The first"), std::string::npos) << "three actors are all listed";

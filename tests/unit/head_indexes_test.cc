@@ -142,6 +142,34 @@ TEST(HeadIndexes, FinishedCallsAreListedByTheirCallerUntilReceived) {
   EXPECT_EQ(st.done_ids(1), (std::vector<uint64_t>{3}));
 }
 
+// State::calls_of: what lets the head retire a gone client's record once it
+// holds none of its calls, in any state.
+TEST(HeadIndexes, CallsAreCountedByTheirCallerUntilForgotten) {
+  head::State st;
+  create_pool(st, "a", 1);
+  st.apply_client(store::ClientRecord{"one", 1, 0});
+  st.apply_client(store::ClientRecord{"three", 3, 0});
+  for (uint64_t id : {1, 2, 3}) st.apply_accept(queued_task(id, "a"));  // client 1's
+  st.apply_accept(queued_task(2, "a"));  // a row the journal repeats: counted once
+  EXPECT_EQ(st.calls_by(1), 3u);
+  st.apply_claim(head::ClaimEvent{3, 3});  // client 3 fetched it
+  EXPECT_EQ(st.calls_by(1), 2u);
+  EXPECT_EQ(st.calls_by(3), 1u);
+  for (uint64_t id : {1, 2, 3}) st.apply_finish(finished(id));
+  st.apply_forget({1, 2});
+  EXPECT_EQ(st.calls_by(1), 0u) << "every call received";
+  EXPECT_EQ(st.calls_of.count(1), 0u) << "no entry left behind";
+
+  st.apply_retire_client("one");
+  EXPECT_EQ(st.clients.count("one"), 0u);
+  EXPECT_EQ(st.client_by_num.count(1), 0u);
+  EXPECT_EQ(st.done_of.count(1), 0u);
+  EXPECT_EQ(st.erased_clients, (std::vector<std::string>{"one"}));
+  EXPECT_TRUE(st.meta_dirty());
+  EXPECT_EQ(st.next_client, 4u) << "its number is not given out again";
+  EXPECT_EQ(st.done_ids(3), (std::vector<uint64_t>{3})) << "the other client keeps what it fetched";
+}
+
 TEST(HeadIndexes, TheFinishedListStaysShortWhileResultsAreReceived) {
   head::State st;
   create_pool(st, "a", 1);

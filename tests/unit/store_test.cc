@@ -194,6 +194,8 @@ TEST_F(StoreTest, ACompactionWritesOnlyThePoolsActorsAndClientsThatChanged) {
     add(head::EventKind::kActor, store::ActorRecord{4, "b", 0, 0, false, {}},
         &head::State::apply_actor);
     add(head::EventKind::kClient, store::ClientRecord{"c2", 2, 0}, &head::State::apply_client);
+    j.add(head::EventKind::kRetireClient, std::string("c1"));  // gone, with no call left
+    st.apply_retire_client("c1");
     s->append(j.bytes());
     store::Compaction second = st.compaction();
     ASSERT_EQ(second.pools.size(), 1u);
@@ -206,6 +208,7 @@ TEST_F(StoreTest, ACompactionWritesOnlyThePoolsActorsAndClientsThatChanged) {
     EXPECT_EQ(second.clients[0].uuid, "c2");
     EXPECT_EQ(second.erase_pools, (std::vector<std::string>{"b"}));
     EXPECT_EQ(second.erase_actors, (std::vector<uint64_t>{3}));
+    EXPECT_EQ(second.erase_clients, (std::vector<std::string>{"c1"}));
     s->compact(std::move(second));
     s->finish_compaction();
     EXPECT_FALSE(st.meta_dirty());
@@ -219,7 +222,8 @@ TEST_F(StoreTest, ACompactionWritesOnlyThePoolsActorsAndClientsThatChanged) {
   for (const auto& a : l.actors) incarnations[a.id] = a.incarnation;
   EXPECT_EQ(incarnations, (std::map<uint64_t, uint32_t>{{1, 1}, {2, 0}, {4, 0}}))
       << "3 left with b";
-  EXPECT_EQ(l.clients.size(), 2u);
+  ASSERT_EQ(l.clients.size(), 1u) << "c1 was retired";
+  EXPECT_EQ(l.clients[0].uuid, "c2");
 }
 
 // The journal files beside the store (PATH.journal.N and their WALs).

@@ -15,6 +15,22 @@ std::string default_address() {
   return env ? env : "127.0.0.1:6380";
 }
 
+void print_latency(const ClusterStatus& s) {
+  bool any = false;
+  for (const auto& p : s.pools) any |= p.answered.count > 0 || p.waited.count > 0;
+  if (!any) return;
+  std::cout << "\nLATENCY (p50 / p99 in this boot of the head; bucketed, so within a bucket)\n"
+            << std::setw(20) << "pool" << std::setw(10) << "results" << std::setw(24)
+            << "waited in mailbox" << std::setw(24) << "ran (lease to result)"
+            << "call (accepted to result)\n";
+  for (const auto& p : s.pools) {
+    if (p.answered.count == 0 && p.waited.count == 0) continue;
+    std::cout << std::setw(20) << p.name << std::setw(10) << p.answered.count << std::setw(24)
+              << p50_p99(p.waited) << std::setw(24) << p50_p99(p.ran) << p50_p99(p.answered)
+              << "\n";
+  }
+}
+
 void print_table(const ClusterStatus& s) {
   std::cout << "head boot " << s.boot << ", store " << s.store << ", " << s.tasks_live
             << " live tasks\n";
@@ -63,6 +79,7 @@ void print_table(const ClusterStatus& s) {
                 << (g.task ? std::to_string(g.task) : std::string("-")) << "\n";
     }
   }
+  print_latency(s);
   if (!s.counters.empty()) {
     std::cout << "\nCOUNTERS\n";
     for (const auto& [k, v] : s.counters) std::cout << "  " << std::setw(30) << k << v << "\n";
@@ -148,18 +165,23 @@ void add_status(CLI::App& app) {
                               {"has_checkpoint", t.has_checkpoint},
                               {"deadline_ms", t.deadline_ms},
                               {"outcome", t.outcome},
-                              {"args_bytes", t.args_bytes}});
+                              {"args_bytes", t.args_bytes},
+                              {"age_ms", t.age_ms},
+                              {"in_state_ms", t.in_state_ms}});
       }
       std::cout << j.dump() << "\n";
       return;
     }
     std::cout << std::left << std::setw(22) << "id" << std::setw(20) << "pool" << std::setw(16)
-              << "method" << std::setw(8) << "state" << std::setw(10) << "priority" << std::setw(10)
-              << "attempts"
+              << "method" << std::setw(8) << "state" << std::setw(12) << "for" << std::setw(10)
+              << "priority" << std::setw(10) << "attempts"
               << "where / outcome\n";
     for (const auto& t : l.tasks) {
+      // How long it has been queued or leased ("-": done, or from before a restart).
+      const std::string held_for = t.in_state_ms < 0 ? "-" : human_seconds(t.in_state_ms / 1000.0);
       std::cout << std::setw(22) << t.id << std::setw(20) << t.mailbox << std::setw(16) << t.method
-                << std::setw(8) << t.state << std::setw(10) << t.priority << std::setw(10)
+                << std::setw(8) << t.state << std::setw(12) << held_for << std::setw(10)
+                << t.priority << std::setw(10)
                 << (std::to_string(t.attempts) + "/" + std::to_string(t.max_attempts))
                 << (t.state == "leased" ? t.node + " actor " + std::to_string(t.actor) : t.outcome)
                 << "\n";

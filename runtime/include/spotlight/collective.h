@@ -84,6 +84,13 @@ struct GlooOptions {
   std::chrono::milliseconds timeout{10000};  // per rendezvous and per collective
 };
 
+// Where every key of one formation of `group` lives: "<this>/...". The
+// head drops a formation's keys when its group ends, so a pool whose groups
+// re-form around preemptions for weeks does not fill the head's memory.
+inline std::string rendezvous_prefix(const std::string& group, uint64_t epoch) {
+  return "spotlight/sp/" + group + "/epoch/" + std::to_string(epoch);
+}
+
 // Joins `group` at `epoch` as `rank` of `size`: every member calls this with
 // the same group, epoch and size. Keys are namespaced by group and epoch, so
 // a re-formed group never reads the last formation's addresses. Throws

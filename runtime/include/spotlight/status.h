@@ -1,6 +1,7 @@
 // What `spotlight status` shows: the cluster as the head sees it.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <msgpack.hpp>
@@ -41,6 +42,32 @@ struct ActorStatus {
   MSGPACK_DEFINE(id, pool, node, state, incarnation, leased, completed)
 };
 
+// Upper bounds (seconds) of the latency buckets: from what a head's turn
+// can tell apart to a rollout or a training step.
+inline constexpr std::array<double, 20> kLatencyBoundsS = {
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
+    0.25,   0.5,     1,      2.5,   5,      10,    30,   60,    300,  1800};
+
+// How long some step of a pool's calls took, as the head saw it (its own
+// clock, in this boot: a call accepted before a restart is not counted).
+struct Latency {
+  // Calls per bucket: buckets[i] took at most kLatencyBoundsS[i] seconds
+  // and more than the bound before; the last, more than every bound. Empty
+  // while count is 0.
+  std::vector<uint64_t> buckets;
+  double sum_s = 0;
+  uint64_t count = 0;
+  // The q-quantile (0 <= q <= 1) in seconds, by linear interpolation within
+  // its bucket (so at most one bucket off); 0 with no samples; the last
+  // bound for calls beyond it.
+  double quantile(double q) const;
+  MSGPACK_DEFINE(buckets, sum_s, count)
+};
+// "850 us", "12.5 ms", "3.20 s".
+std::string human_seconds(double seconds);
+// "p50 / p99" of `l` in human_seconds, or "-" with no samples.
+std::string p50_p99(const Latency& l);
+
 struct PoolStatus {
   std::string name;
   std::string type;
@@ -52,7 +79,15 @@ struct PoolStatus {
   // The queued calls per priority (CallOptions::priority), highest first;
   // only priorities with calls waiting.
   std::vector<std::pair<int32_t, uint64_t>> by_priority;
-  MSGPACK_DEFINE(name, type, market, size, placed, queued, leased, by_priority)
+  // Each time a call left the mailbox: how long it had waited there (since
+  // it was accepted, or put back after a lost or handed-back lease).
+  Latency waited{};
+  // Each result from an actor (its value or the method's error): how long
+  // since the lease, and since the call was accepted.
+  Latency ran{};
+  Latency answered{};
+  MSGPACK_DEFINE(name, type, market, size, placed, queued, leased, by_priority, waited, ran,
+                 answered)
 };
 
 // A sequence-parallel group as the head formed it.
@@ -100,8 +135,14 @@ struct TaskInfo {
   int64_t deadline_ms = 0;      // must start by (ms since the epoch); 0: no deadline
   std::string outcome;          // done: "ok", or the error kind (cancelled, method...)
   uint64_t args_bytes = 0;
+  // Milliseconds since this boot of the head accepted it, and, while queued
+  // or leased, since it entered that state (its mailbox again after a lost
+  // lease, or its current lease): a straggler stands out. -1 where the head
+  // does not know (it was accepted before a restart; done).
+  int64_t age_ms = -1;
+  int64_t in_state_ms = -1;
   MSGPACK_DEFINE(id, mailbox, method, state, priority, attempts, max_attempts, caller, parent, node,
-                 actor, has_checkpoint, deadline_ms, outcome, args_bytes)
+                 actor, has_checkpoint, deadline_ms, outcome, args_bytes, age_ms, in_state_ms)
 };
 
 // Which calls Runtime::tasks lists: every filter left empty matches all.
