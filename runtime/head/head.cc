@@ -225,9 +225,17 @@ void Head::handle(transport::RoutedMessage& m) {
     if (client) client->last_seen = now_;
     auto require = [&](bool known) {
       if (!known) {
-        reply_error(peer, wire::ErrorCode::kUnknownPeer,
-                    std::string(wire::to_string(env.type)) + " from a peer that has not said hello",
-                    rid);
+        // Ahead of the commit, unlike other errors: it answers nothing that
+        // was committed, and it must reach a node before the Welcome that a
+        // hello read in the same turn gets (to_nodes_ too). Behind it, the
+        // node would take it for news and start yet another session, and
+        // this head would send its leases back to their mailboxes.
+        count("error_unknown_peer");
+        to_nodes_[peer].frames.push_back(wire::encode(
+            wire::Error{
+                static_cast<int32_t>(wire::ErrorCode::kUnknownPeer),
+                std::string(wire::to_string(env.type)) + " from a peer that has not said hello"},
+            rid));
       }
       return known;
     };

@@ -95,6 +95,49 @@ TEST(HeadProtocol, ANodeIsToldToDropTasksThatAreNoLongerItsLeases) {
   EXPECT_EQ(testing::counter(cluster.connect().status(), "stale_tasks_cancelled_on_nodes"), 2u);
 }
 
+// A node that finds a restarted head sent it frames before its hello (a
+// heartbeat, results): each is refused as coming from an unknown peer. Those
+// refusals must reach the node before the Welcome its hello gets, even when
+// the head reads them all in one turn: a refusal that came after the
+// Welcome made the node start yet another session, and the head then took
+// the node for one that had lost sight of it and sent its leases back to
+// their mailboxes (Preemption.HeadKilledUnderLoadLosesNothing, 2 runs in 30
+// under load).
+TEST(HeadProtocol, RefusalsOfFramesSentBeforeAHelloArriveBeforeItsWelcome) {
+  LocalCluster cluster(cluster_options(0));
+  const pid_t head = cluster.head_pid();
+  for (int round = 0; round < 3; ++round) {
+    RawPeer node(cluster.address());
+    node.send_all(wire::encode(wire::Heartbeat{}));
+    // The head is stopped while both frames arrive, so that one turn reads them.
+    common::signal_process(head, SIGSTOP);
+    node.send_all(wire::encode(wire::Heartbeat{}));
+    node.send_all(wire::encode(wire::HelloNode{"raw-node-" + std::to_string(round),
+                                               "h",
+                                               1,
+                                               "spot",
+                                               1,
+                                               {},
+                                               static_cast<uint32_t>(round + 1),
+                                               {},
+                                               {},
+                                               ""}));
+    common::signal_process(head, SIGCONT);
+    std::vector<wire::MsgType> got;
+    while (got.size() < 3) {
+      auto env = node.reply();
+      if (!env) break;
+      got.push_back(env->type);
+      if (env->type == wire::MsgType::kError)
+        EXPECT_EQ(env->body<wire::Error>().code,
+                  static_cast<int32_t>(wire::ErrorCode::kUnknownPeer));
+    }
+    EXPECT_EQ(got, (std::vector<wire::MsgType>{wire::MsgType::kError, wire::MsgType::kError,
+                                               wire::MsgType::kWelcome}))
+        << "round " << round;
+  }
+}
+
 // Ids a client may not use: another client's, and a task's call whose id
 // does not derive from its parent, key and contents. A well-formed task's
 // call from a driver's connection is refused too (task 77 runs nowhere).
