@@ -29,6 +29,13 @@ class HeadKv : public collective::KvStore {
     return std::move(v.value);
   }
 
+  bool erase(const std::string& key) override {
+    auto env = head_.request(wire::MsgType::kKvDelete, pack(wire::KvDelete{key}), timeout_, "KV");
+    if (env.type != wire::MsgType::kKvValue)
+      throw RejectedError(std::string("KvDelete answered with ") + wire::to_string(env.type));
+    return env.body<wire::KvValue>().found;
+  }
+
  private:
   std::chrono::milliseconds timeout_;
   client::HeadRequester head_;

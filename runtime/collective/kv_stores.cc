@@ -31,6 +31,10 @@ class MemoryKv : public KvStore {
     if (!cv_.wait_for(lock, timeout, [&] { return map_.count(key) > 0; })) return std::nullopt;
     return map_.at(key);
   }
+  bool erase(const std::string& key) override {
+    std::lock_guard lock(mu_);
+    return map_.erase(key) > 0;
+  }
 
  private:
   std::mutex mu_;
@@ -66,6 +70,7 @@ class FileKv : public KvStore {
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
   }
+  bool erase(const std::string& key) override { return std::filesystem::remove(path_of(key)); }
 
  private:
   std::filesystem::path path_of(const std::string& key) const {

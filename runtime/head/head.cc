@@ -301,6 +301,9 @@ void Head::handle(transport::RoutedMessage& m) {
         break;
       }
       case MsgType::kKvGet: on_kv_get(peer, env.body<wire::KvGet>(), rid); break;
+      case MsgType::kKvDelete:
+        on_kv_delete(peer, env.body<wire::KvDelete>(), rid);
+        break;
       case MsgType::kObjectAdd: on_object_add(peer, env.body<wire::ObjectAdd>(), rid); break;
       case MsgType::kObjectDrop: on_object_drop(env.body<wire::ObjectDrop>()); break;
       case MsgType::kObjectWhere: on_object_where(peer, env.body<wire::ObjectWhere>(), rid); break;
@@ -1098,6 +1101,18 @@ void Head::on_kv_set(const std::string& peer, wire::KvSet& s, uint64_t rid) {
   kv_bytes_ += s.value.size() + (added ? s.key.size() : 0) - it->second.size();
   it->second = std::move(s.value);
   to_nodes_[peer].frames.push_back(wire::encode_empty(wire::MsgType::kOk, rid));
+}
+
+void Head::on_kv_delete(const std::string& peer, const wire::KvDelete& d, uint64_t rid) {
+  if (!check_keyed_get(peer, rid, "a KV delete", d.key, 0)) return;
+  count("kv_deletes");
+  auto it = kv_.find(d.key);
+  const bool found = it != kv_.end();
+  if (found) {
+    kv_bytes_ -= it->first.size() + it->second.size();
+    kv_.erase(it);
+  }
+  to_nodes_[peer].frames.push_back(wire::encode(wire::KvValue{found, {}}, rid));
 }
 
 void Head::on_kv_get(const std::string& peer, const wire::KvGet& g, uint64_t rid) {

@@ -157,6 +157,7 @@ class Head {
   void on_stop(const std::string& peer, uint64_t rid);
   void on_kv_set(const std::string& peer, wire::KvSet& s, uint64_t rid);
   void on_kv_get(const std::string& peer, const wire::KvGet& g, uint64_t rid);
+  void on_kv_delete(const std::string& peer, const wire::KvDelete& d, uint64_t rid);
   void expire_kv_waiters();
   // A get by key that may wait (the KV, the object directory): false, with
   // an error sent, when the key or the wait is out of range.

@@ -46,6 +46,8 @@ const char* to_string(MsgType t) {
     case MsgType::kKvSet: return "KvSet";
     case MsgType::kKvGet: return "KvGet";
     case MsgType::kKvValue: return "KvValue";
+    case MsgType::kKvDelete:
+      return "KvDelete";
     case MsgType::kObjectAdd: return "ObjectAdd";
     case MsgType::kObjectDrop: return "ObjectDrop";
     case MsgType::kObjectWhere: return "ObjectWhere";

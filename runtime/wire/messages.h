@@ -61,6 +61,7 @@ enum class MsgType : uint16_t {
   kKvSet = 50,
   kKvGet = 51,
   kKvValue = 52,
+  kKvDelete = 53,     // any -> head: forget a key (answered KvValue: found, no value)
   kObjectAdd = 60,    // node -> head: this node holds a copy (answered Ok)
   kObjectDrop = 61,   // node -> head: it no longer does (not answered)
   kObjectWhere = 62,  // any -> head: who holds it (answered ObjectLocations)
@@ -346,6 +347,11 @@ struct KvGet {
   MSGPACK_DEFINE(key, wait_ms)
 };
 
+struct KvDelete {
+  std::string key;
+  MSGPACK_DEFINE(key)
+};
+
 struct KvValue {
   bool found = false;
   std::string value;
@@ -441,6 +447,7 @@ SPOTLIGHT_WIRE_TYPE_(TaskList, kTaskList)
 SPOTLIGHT_WIRE_TYPE_(KvSet, kKvSet)
 SPOTLIGHT_WIRE_TYPE_(KvGet, kKvGet)
 SPOTLIGHT_WIRE_TYPE_(KvValue, kKvValue)
+SPOTLIGHT_WIRE_TYPE_(KvDelete, kKvDelete)
 SPOTLIGHT_WIRE_TYPE_(ObjectAdd, kObjectAdd)
 SPOTLIGHT_WIRE_TYPE_(ObjectDrop, kObjectDrop)
 SPOTLIGHT_WIRE_TYPE_(ObjectWhere, kObjectWhere)

@@ -59,6 +59,24 @@ TEST_F(HeadKvTest, SetGetAndWaitingGets) {
   EXPECT_EQ(got, "here");
 }
 
+// A key a program set stays until it erases it; erasing says whether it was set.
+TEST_F(HeadKvTest, AnErasedKeyIsGoneAndCanBeSetAgain) {
+  auto kv = head_kv(address_);
+  kv->set("weights/version", "41");
+  EXPECT_TRUE(kv->erase("weights/version"));
+  EXPECT_EQ(kv->wait("weights/version", 0ms), std::nullopt);
+  EXPECT_FALSE(kv->erase("weights/version")) << "erased already";
+  EXPECT_FALSE(kv->erase("never-set"));
+  EXPECT_THROW(kv->erase(""), RejectedError);
+  EXPECT_THROW(kv->erase(std::string(5000, 'k')), RejectedError);
+  // A get that waits for an erased key is answered by the next set.
+  std::optional<std::string> got;
+  std::thread waiter([&] { got = head_kv(address_)->wait("weights/version", 10s); });
+  head_kv(address_)->set("weights/version", "42");
+  waiter.join();
+  EXPECT_EQ(got, "42");
+}
+
 TEST_F(HeadKvTest, BadRequestsAreRefusedAndTheHeadStaysUp) {
   auto kv = head_kv(address_);
   EXPECT_THROW(kv->set("", "x"), RejectedError);

@@ -35,6 +35,10 @@ TEST(Codec, EveryMessageTypeRoundTrips) {
   round_trip(CreatePool{"squares", "Square", "any", 4, 2, 16, 2, "pack", "node-1"});
   round_trip(PoolCreated{"squares", false, "exists with another type"});
   round_trip(RemovePool{"squares"});
+  round_trip(KvSet{"spotlight/sp/g/sp1/epoch/5/0", std::string("a\0b", 3)});
+  round_trip(KvGet{"weights/version", 250});
+  round_trip(KvDelete{"weights/version"});
+  round_trip(KvValue{true, "41"});
   round_trip(Unplace{{5, 6}});
   round_trip(
       Calls{{Call{(3ull << 40) | 1, "counter", "add", Blob{pack(std::make_tuple(5))}, 0},

@@ -150,6 +150,20 @@ TEST(Collectives, ThreadsRendezvousThroughTheMemoryStore) {
   EXPECT_EQ(ok, std::vector<int>(3, 1));
 }
 
+// Both test stores forget a key as the head's KV does.
+TEST(Collectives, TheTestStoresEraseKeys) {
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("spotlight-kv-erase-" + std::to_string(getpid()));
+  std::filesystem::remove_all(dir);
+  for (auto kv : {make_memory_kv(), make_file_kv(dir.string())}) {
+    kv->set("a/b c", "1");
+    EXPECT_TRUE(kv->erase("a/b c"));
+    EXPECT_EQ(kv->wait("a/b c", std::chrono::milliseconds(0)), std::nullopt);
+    EXPECT_FALSE(kv->erase("a/b c"));
+  }
+  std::filesystem::remove_all(dir);
+}
+
 TEST(Collectives, AMemberThatNeverArrivesIsAnErrorNotAHang) {
   auto kv = make_memory_kv();
   GlooOptions o;

@@ -71,6 +71,9 @@ class KvStore {
   // The value, waiting up to `timeout` for the key to be set; nullopt if it
   // was not set by then.
   virtual std::optional<std::string> wait(const std::string& key, std::chrono::milliseconds timeout) = 0;
+  // Forgets `key`; true if it was set. A program's own keys stay until it
+  // erases them (an SP formation's go with its group).
+  virtual bool erase(const std::string& key) = 0;
 };
 
 // A KvStore in this process, for tests and for groups of threads.
