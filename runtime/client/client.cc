@@ -354,9 +354,8 @@ void Client::on_frame(zmq::message_t& m) {
         again = welcomed_ && boot_ == w.boot;
         if (num_ != 0 && num_ != w.client_num) {
           spdlog::error(
-              "the head gave this client a new number: its store was replaced, or this client was "
-              "gone "
-              "for longer than its --result-ttl-s; calls made before are lost");
+              "the head gave this client a new number: its store was replaced, or this client "
+              "was gone for longer than its --result-ttl-s; calls made before are lost");
         }
         num_ = w.client_num;
         max_frame_ = w.max_frame;

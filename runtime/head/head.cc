@@ -192,9 +192,13 @@ void Head::reply_error(const std::string& peer, wire::ErrorCode code, const std:
   // After the commit, with the turn's other replies: an error must not
   // overtake the answer to an earlier copy of the same request (a client
   // resends what it had in flight when the head did not know it), which
-  // left before the commit would.
-  to_callers_[peer].frames.push_back(
-      wire::encode(wire::Error{static_cast<int32_t>(code), msg}, rid));
+  // left before the commit would. Except unknown_peer: it answers nothing
+  // that was committed, and it must reach a node before the Welcome that a
+  // hello read in the same turn gets (to_nodes_ too). Behind it, the node
+  // would take it for news and start yet another session, and this head
+  // would send its leases back to their mailboxes.
+  auto& box = code == wire::ErrorCode::kUnknownPeer ? to_nodes_ : to_callers_;
+  box[peer].frames.push_back(wire::encode(wire::Error{static_cast<int32_t>(code), msg}, rid));
 }
 
 void Head::handle(transport::RoutedMessage& m) {
@@ -225,17 +229,9 @@ void Head::handle(transport::RoutedMessage& m) {
     if (client) client->last_seen = now_;
     auto require = [&](bool known) {
       if (!known) {
-        // Ahead of the commit, unlike other errors: it answers nothing that
-        // was committed, and it must reach a node before the Welcome that a
-        // hello read in the same turn gets (to_nodes_ too). Behind it, the
-        // node would take it for news and start yet another session, and
-        // this head would send its leases back to their mailboxes.
-        count("error_unknown_peer");
-        to_nodes_[peer].frames.push_back(wire::encode(
-            wire::Error{
-                static_cast<int32_t>(wire::ErrorCode::kUnknownPeer),
-                std::string(wire::to_string(env.type)) + " from a peer that has not said hello"},
-            rid));
+        reply_error(peer, wire::ErrorCode::kUnknownPeer,
+                    std::string(wire::to_string(env.type)) + " from a peer that has not said hello",
+                    rid);
       }
       return known;
     };
@@ -851,9 +847,8 @@ void Head::on_done(Node& n, wire::Done& d) {
       continue;
     }
     // A result (lease holders only: an SP member's completion is not one).
-    if (t.since != transport::Clock::time_point{}) pool.latency.ran.observe(now_ - t.since);
-    if (t.accepted_at != transport::Clock::time_point{})
-      pool.latency.answered.observe(now_ - t.accepted_at);
+    pool.latency.ran.observe(t.since, now_);
+    pool.latency.answered.observe(t.accepted_at, now_);
     FinishEvent e{c.id, c.ok, c.kind, std::move(c.error_type), std::move(c.payload)};
     record(EventKind::kFinish, e);
     state_.apply_finish(e);
@@ -1108,10 +1103,7 @@ void Head::on_kv_delete(const std::string& peer, const wire::KvDelete& d, uint64
   count("kv_deletes");
   auto it = kv_.find(d.key);
   const bool found = it != kv_.end();
-  if (found) {
-    kv_bytes_ -= it->first.size() + it->second.size();
-    kv_.erase(it);
-  }
+  if (found) erase_kv(it);
   to_nodes_[peer].frames.push_back(wire::encode(wire::KvValue{found, {}}, rid));
 }
 
@@ -1215,7 +1207,7 @@ Task* Head::lease(Pool& pool, Actor& a, Node& n, const SpGroupState* group) {
   LeaseEvent e{id, state_.next_epoch, a.rec.id, n.id};
   record(EventKind::kLease, e);
   state_.apply_lease(e);
-  if (t.since != transport::Clock::time_point{}) pool.latency.waited.observe(now_ - t.since);
+  pool.latency.waited.observe(t.since, now_);
   t.since = now_;
   a.credit -= 1;
   a.leased += 1;
@@ -1431,9 +1423,9 @@ ClusterStatus Head::status() const {
   // What the rendezvous KV holds now (in memory: keys of live SP
   // formations and the programs' own).
   s.counters["kv_keys"] = kv_.size();
-  s.counters["clients_known"] =
-      state_.clients.size();  // records held: connected, or not yet retired
   s.counters["kv_bytes"] = kv_bytes_;
+  // Client records held: connected, or gone and not yet retired.
+  s.counters["clients_known"] = state_.clients.size();
   s.counters["turn_gap_ms_max"] = static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::milliseconds>(longest_turn_gap_).count());
   s.metrics_address = metrics_address();

@@ -286,6 +286,11 @@ class Head {
   }
   std::map<std::string, std::string> kv_;  // ordered: a formation's keys are one range
   size_t kv_bytes_ = 0;                    // of its keys and values
+  std::map<std::string, std::string>::iterator erase_kv(
+      std::map<std::string, std::string>::iterator it) {
+    kv_bytes_ -= it->first.size() + it->second.size();
+    return kv_.erase(it);
+  }
   std::multimap<std::string, KvWaiter> kv_waiters_;
   struct ObjectEntry {
     uint64_t size = 0;

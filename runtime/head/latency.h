@@ -14,6 +14,11 @@ namespace spotlight::head {
 class LatencyHistogram {
  public:
   void observe(transport::Clock::duration d);
+  // The time from `from` to `to`; nothing when `from` is unset (a call a
+  // restarted head took over: its start is unknown).
+  void observe(transport::Clock::time_point from, transport::Clock::time_point to) {
+    if (from != transport::Clock::time_point{}) observe(to - from);
+  }
   Latency status() const;
 
  private:

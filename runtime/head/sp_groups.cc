@@ -187,8 +187,7 @@ void Head::drop_rendezvous(const std::string& group, uint64_t epoch) {
   auto it = kv_.lower_bound(prefix);
   size_t dropped = 0;
   while (it != kv_.end() && it->first.compare(0, prefix.size(), prefix) == 0) {
-    kv_bytes_ -= it->first.size() + it->second.size();
-    it = kv_.erase(it);
+    it = erase_kv(it);
     ++dropped;
   }
   count("kv_keys_dropped", dropped);
