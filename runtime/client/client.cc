@@ -585,7 +585,8 @@ void Runtime::create_pool(const std::string& name, const std::string& type, cons
                      where.prefetch,
                      where.sp_degree,
                      where.strategy,
-                     where.node};
+                     where.node,
+                     where.aging.count()};
   client_->request(wire::MsgType::kCreatePool, pack(c), std::chrono::seconds(30));
 }
 

@@ -51,6 +51,7 @@ std::string status_json(const ClusterStatus& s) {
                           {"queued", p.queued},
                           {"leased", p.leased},
                           {"queued_by_priority", p.by_priority},
+                          {"aging_ms", p.aging_ms},
                           {"waited", latency_json(p.waited)},
                           {"ran", latency_json(p.ran)},
                           {"answered", latency_json(p.answered)}});

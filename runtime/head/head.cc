@@ -32,6 +32,9 @@ bool valid_market(const std::string& m, bool allow_any) {
 }  // namespace
 
 Head::Head(HeadOptions options) : opt_(std::move(options)) {
+  started_ms_ = wall_ms_ = std::chrono::duration_cast<std::chrono::milliseconds>(
+                               std::chrono::system_clock::now().time_since_epoch())
+                               .count();
   store_ = store::open_sqlite(opt_.store_path, opt_.durability);
   store::Loaded loaded = store_->open();
   boot_ = loaded.boot;
@@ -437,6 +440,10 @@ void Head::on_create_pool(const std::string& peer, const wire::CreatePool& c, ui
   if (c.size < 1 || c.size > 100000 || c.slots_per_actor < 1 || c.prefetch < 1) {
     return fail("size, slots per actor and prefetch must be positive");
   }
+  if (c.aging_ms < 0 || c.aging_ms > kMaxAgingMs) {
+    return fail("priority aging must be between 0 (none) and 30 days, not " +
+                std::to_string(c.aging_ms) + " ms");
+  }
   if (c.strategy != "spread" && c.strategy != "pack") {
     return fail("a placement strategy is spread or pack, not '" + c.strategy + "'");
   }
@@ -454,7 +461,7 @@ void Head::on_create_pool(const std::string& peer, const wire::CreatePool& c, ui
     }
   } else {
     store::PoolRecord rec{c.name,     c.type,      c.market,   c.size, c.slots_per_actor,
-                          c.prefetch, c.sp_degree, c.strategy, c.node};
+                          c.prefetch, c.sp_degree, c.strategy, c.node, c.aging_ms};
     record(EventKind::kPool, rec);
     state_.apply_pool(rec);
     for (int i = 0; i < c.size; ++i) {
@@ -560,6 +567,7 @@ void Head::on_calls(Client& c, wire::Calls& calls) {
     t.max_attempts = call.max_attempts > 0 ? call.max_attempts : 3;
     t.parent = call.parent;
     t.priority = call.priority;
+    t.accepted_ms = wall_ms_;
     if (call.deadline_ms > 0) {
       t.deadline_ms = wall_ms_ + call.deadline_ms;
       deadlines_.emplace(t.deadline_ms, t.id);
@@ -1184,7 +1192,10 @@ Node* Head::pick_node(const std::string& pool_name, const store::PoolRecord& p) 
 }
 
 Task* Head::lease(Pool& pool, Actor& a, Node& n, const SpGroupState* group) {
-  const uint64_t id = pool.queue.pop_front();
+  const uint64_t id = pool.queue.pop_front(pool.rec.aging_ms, [&](uint64_t queued) {
+    auto q = state_.tasks.find(queued);
+    return q == state_.tasks.end() ? wall_ms_ : accepted_ms(q->second);
+  });
   auto it = state_.tasks.find(id);
   if (it == state_.tasks.end() || it->second.state != TaskState::kQueued) return nullptr;
   Task& t = it->second;
@@ -1221,7 +1232,8 @@ Task* Head::lease(Pool& pool, Actor& a, Node& n, const SpGroupState* group) {
         t.deadline_ms == 0 || g.size > 0 ? 0 : std::max<int64_t>(1, t.deadline_ms - wall_ms_);
     box.tasks.tasks.push_back(wire::Task{id, actor, e.epoch, t.method, t.args, t.attempts,
                                          t.has_checkpoint, t.checkpoint, std::move(g), within,
-                                         t.priority});
+                                         t.priority, pool.rec.aging_ms,
+                                         std::max<int64_t>(0, wall_ms_ - accepted_ms(t))});
     box.batch_bytes += t.args.data.size() + t.method.size() + 32;
     if (box.batch_bytes > kBatchBytes) {
       box.frames.push_back(wire::encode(box.tasks));
@@ -1459,7 +1471,8 @@ ClusterStatus Head::status() const {
     }
     s.pools.push_back(PoolStatus{name, p.rec.type, p.rec.market, p.rec.size, placed, p.queue.size(),
                                  p.leased, p.queue.depths(), p.latency.waited.status(),
-                                 p.latency.ran.status(), p.latency.answered.status()});
+                                 p.latency.ran.status(), p.latency.answered.status(),
+                                 p.rec.aging_ms});
     for (const auto& [gid, g] : p.groups) {
       s.groups.push_back(SpGroupStatus{name, group_name(name, gid), g.epoch, g.members, g.task});
     }

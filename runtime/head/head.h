@@ -116,6 +116,7 @@ class Head {
       (uint64_t{1} << 40) - 1;  // task id: client number << 40 | sequence
   static constexpr uint32_t kMaxClients = uint32_t{1} << 23;  // keeps bit 63 for child ids
   static constexpr int64_t kMaxDeadlineMs = int64_t{365} * 24 * 3600 * 1000;
+  static constexpr int64_t kMaxAgingMs = int64_t{30} * 24 * 3600 * 1000;  // Mailbox::pop_front
   static constexpr size_t kMaxFetchIds = size_t{1} << 20;
   static std::string claimed_message(uint64_t id) {
     return "call " + std::to_string(id) +
@@ -315,6 +316,12 @@ class Head {
   uint64_t next_probe_ = 0;
   transport::Clock::time_point now_;
   transport::Clock::duration longest_turn_gap_{0};  // see forgive_absence
+  // When a call was accepted, for aging: calls stored before TaskRecord had
+  // accepted_ms count from this boot's start (started_ms_).
+  int64_t accepted_ms(const Task& t) const {
+    return t.accepted_ms != 0 ? t.accepted_ms : started_ms_;
+  }
+  int64_t started_ms_ = 0;
   int64_t wall_ms_ = 0;  // this turn's wall clock, ms since the epoch: deadlines survive restarts
   // (deadline, id) of every queued call with a deadline: lease() takes a
   // call out, requeue_front() puts it back.

@@ -3,6 +3,12 @@
 // priority, arrival order, except that a call re-queued after a lost or
 // handed-back lease goes back to the front of its priority.
 //
+// With aging (Placement::aging), a waiting call gains one level per `aging`
+// it has waited: of the first calls of each priority, the one with the
+// earliest virtual start, accepted - priority × aging, leaves first. Within a
+// priority the first call is the earliest accepted, so only the fronts need
+// comparing, and a turn that leases pays one look-up per non-empty level.
+//
 // Nearly every call has priority 0, so that level is kept even when empty
 // (no allocation per call on the synchronous path); other levels exist only
 // while they hold calls, so a caller that uses a new priority per call
@@ -30,16 +36,31 @@ class Mailbox {
     ++size_;
   }
   // The next call to lease. Requires !empty().
-  uint64_t pop_front() {
-    auto it = first_nonempty();
-    const uint64_t id = it->second.front();
-    it->second.pop_front();
-    --size_;
-    if (it->second.empty() && it->first != 0) levels_.erase(it);
-    return id;
-  }
+  uint64_t pop_front() { return take_front(first_nonempty()); }
   size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
+  // The next call to lease under aging of `aging_ms` per level, given the
+  // time each call was accepted (`accepted_ms(id)`, ms on any one clock).
+  // Ties go to the higher priority. Requires !empty() and 0 <= aging_ms <=
+  // 30 days, so that priority × aging fits 63 bits.
+  template <class AcceptedMs>
+  uint64_t pop_front(int64_t aging_ms, AcceptedMs accepted_ms) {
+    auto best = first_nonempty();
+    if (aging_ms > 0) {
+      int64_t best_key = 0;
+      bool first = true;
+      for (auto it = best; it != levels_.end(); ++it) {
+        if (it->second.empty()) continue;
+        const int64_t key = accepted_ms(it->second.front()) - int64_t{it->first} * aging_ms;
+        if (first || key < best_key) {
+          best = it;
+          best_key = key;
+          first = false;
+        }
+      }
+    }
+    return take_front(best);
+  }
   // Removes the ids for which `drop(id)` is true.
   template <class Pred>
   void erase_if(Pred drop) {
@@ -52,7 +73,7 @@ class Mailbox {
       }
     }
   }
-  // Every id, in lease order (status and tests).
+  // Every id, in lease order without aging (status and tests).
   std::vector<uint64_t> ids() const {
     std::vector<uint64_t> out;
     out.reserve(size_);
@@ -70,6 +91,13 @@ class Mailbox {
 
  private:
   using Levels = std::map<int32_t, std::deque<uint64_t>, std::greater<>>;
+  uint64_t take_front(Levels::iterator it) {
+    const uint64_t id = it->second.front();
+    it->second.pop_front();
+    --size_;
+    if (it->second.empty() && it->first != 0) levels_.erase(it);
+    return id;
+  }
   Levels::iterator first_nonempty() {
     auto it = levels_.begin();
     while (it->second.empty()) ++it;  // at most the kept level 0 is empty

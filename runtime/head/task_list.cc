@@ -85,6 +85,9 @@ TaskList Head::list_tasks(const TaskQuery& q) const {
       return std::chrono::duration_cast<std::chrono::milliseconds>(now_ - at).count();
     };
     info.age_ms = ms_since(t.accepted_at);
+    // Accepted by an earlier boot: its stored wall-clock time tells.
+    if (info.age_ms < 0 && t.accepted_ms != 0)
+      info.age_ms = std::max<int64_t>(0, wall_ms_ - t.accepted_ms);
     if (t.state != TaskState::kDone) info.in_state_ms = ms_since(t.since);
     out.tasks.push_back(std::move(info));
   }

@@ -174,16 +174,30 @@ bool ActorHost::idle() {
 }
 
 void ActorHost::push(wire::Task t) {
-  if (t.start_within_ms > 0) {
-    t.start_by = std::chrono::steady_clock::now() + std::chrono::milliseconds(t.start_within_ms);
+  const auto now = std::chrono::steady_clock::now();
+  if (t.start_within_ms > 0) t.start_by = now + std::chrono::milliseconds(t.start_within_ms);
+  if (t.aging_ms > 0) {
+    // The head's key (accepted - priority × aging, Mailbox::pop_front), on
+    // this node's clock: it was accepted waited_ms before now.
+    const int64_t now_ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count();
+    t.run_key = now_ms - t.waited_ms - int64_t{t.priority} * t.aging_ms;
   }
   {
     std::lock_guard<std::mutex> l(mu_);
-    // Behind every task of its priority or higher: the head leased them in
-    // that order, but a call of higher priority can arrive after others were
-    // leased ahead (Placement::prefetch) and must not wait behind them.
+    // Behind every task that runs before it or ties with it: the head leased
+    // them in that order, but a call of higher priority can arrive after
+    // others were leased ahead (Placement::prefetch) and must not wait
+    // behind them. Without aging that is every task of its priority or
+    // higher; with aging, every task of an earlier or equal key (its pool's
+    // tasks all share one aging).
+    auto before = [&](const wire::Task& q) {
+      if (t.aging_ms > 0)
+        return q.run_key < t.run_key || (q.run_key == t.run_key && q.priority >= t.priority);
+      return q.priority >= t.priority;
+    };
     auto at = queue_.end();
-    while (at != queue_.begin() && std::prev(at)->priority < t.priority) --at;
+    while (at != queue_.begin() && !before(*std::prev(at))) --at;
     queue_.insert(at, std::move(t));
   }
   cv_.notify_one();

@@ -30,10 +30,11 @@ namespace {
 // own, PATH.journal; 4: in numbered files, PATH.journal.N; 5: Claim events,
 // task deadlines and clients' high-water marks (fields an older head would
 // not read); 6: task priorities (the same); 7: pools' placement strategy and node (the
-// same); 8: RetireClient events (an older head could not replay them). Older layouts are read (a
+// same); 8: RetireClient events (an older head could not replay them); 9: tasks' accept
+// times and pools' priority aging (fields an older head would drop). Older layouts are read (a
 // schema-2 store's journal rows, a schema-3 PATH.journal as file 0) and folded by the first
 // compaction.
-constexpr int kSchemaVersion = 8;
+constexpr int kSchemaVersion = 9;
 constexpr int kOldestReadable = 2;
 
 class Stmt {

@@ -28,7 +28,9 @@ struct PoolRecord {
   // existed still load (as "spread" and any node).
   std::string strategy = "spread";
   std::string node{};  // an initializer, so that brace lists may leave it out
-  MSGPACK_DEFINE(name, type, market, size, slots_per_actor, prefetch, sp_degree, strategy, node)
+  int64_t aging_ms = 0;  // Placement::aging; last, for the same reason
+  MSGPACK_DEFINE(name, type, market, size, slots_per_actor, prefetch, sp_degree, strategy, node,
+                 aging_ms)
 };
 
 struct ActorRecord {
@@ -88,9 +90,13 @@ struct TaskRecord {
   // CallOptions::priority: higher is leased first (head/mailbox.h). Last, for
   // the same reason.
   int32_t priority = 0;
+  // Wall-clock time (ms since the epoch) the head accepted the call: how long
+  // it has waited, for priority aging (Placement::aging) and listings, across
+  // restarts. Last, for the same reason (0: accepted before it existed).
+  int64_t accepted_ms = 0;
   MSGPACK_DEFINE(id, ord, caller, mailbox, method, args, state, epoch, actor, node, attempts,
                  max_attempts, has_checkpoint, checkpoint, ok, kind, error_type, result,
-                 deadline_ms, parent, received, priority)
+                 deadline_ms, parent, received, priority, accepted_ms)
 };
 
 struct Loaded {

@@ -24,7 +24,8 @@ namespace spotlight::wire {
 // 7: call priorities (Call.priority, Task.priority, PoolStatus.by_priority);
 // 8: Cancel (client -> head, head -> node) and CancelReply; ClusterStatus.metrics_address;
 //    TasksRequest and TaskList; CreatePool.strategy and node.
-inline constexpr uint16_t kProtocolVersion = 8;
+// 9: priority aging (CreatePool.aging_ms, Task.aging_ms and waited_ms).
+inline constexpr uint16_t kProtocolVersion = 9;
 
 enum class MsgType : uint16_t {
   kError = 1,
@@ -149,7 +150,9 @@ struct CreatePool {
   int32_t sp_degree = 1;
   std::string strategy = "spread";  // Placement::strategy
   std::string node;                 // Placement::node
-  MSGPACK_DEFINE(name, type, market, size, slots_per_actor, prefetch, sp_degree, strategy, node)
+  int64_t aging_ms = 0;             // Placement::aging
+  MSGPACK_DEFINE(name, type, market, size, slots_per_actor, prefetch, sp_degree, strategy, node,
+                 aging_ms)
 };
 
 struct PoolCreated {
@@ -273,10 +276,18 @@ struct Task {
   int64_t start_within_ms = 0;
   // The call's priority: an actor runs the tasks it holds highest first.
   int32_t priority = 0;
+  // Its pool's Placement::aging, and how long the call had waited since the
+  // head accepted it when leased: with aging, an actor runs the tasks it
+  // holds in the head's order (the earliest accepted - priority × aging).
+  int64_t aging_ms = 0;
+  int64_t waited_ms = 0;
   MSGPACK_DEFINE(id, actor_id, epoch, method, args, attempt, resumed, resume, group,
-                 start_within_ms, priority)
+                 start_within_ms, priority, aging_ms, waited_ms)
   // Not on the wire: the node's own clock at receipt plus start_within_ms.
   std::chrono::steady_clock::time_point start_by{};
+  // Not on the wire, with aging: accepted - priority × aging on the node's
+  // steady clock (ms), the key its actor's queue is ordered by.
+  int64_t run_key = 0;
 };
 struct Tasks {
   std::vector<Task> tasks;

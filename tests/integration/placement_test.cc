@@ -77,17 +77,27 @@ TEST(Placement, SpreadPackAndPinnedToANode) {
   EXPECT_EQ(testing::counter(after, "error_bad_request"), 0u);
 }
 
-TEST(Placement, ABadStrategyIsRefused) {
+TEST(Placement, ABadStrategyOrAgingIsRefused) {
   LocalCluster cluster(cluster_options(0));
   auto rt = cluster.connect();
+  auto refused = [&](const Placement& where, const std::string& why) {
+    try {
+      rt.pool<Worker>("badly-placed", where);
+      ADD_FAILURE() << "a pool was created that should be refused for: " << why;
+    } catch (const RejectedError& e) {
+      EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
+    }
+  };
   Placement where = on_market("any");
   where.strategy = "scatter";
-  try {
-    rt.pool<Worker>("badly-placed", where);
-    ADD_FAILURE() << "a pool with strategy 'scatter' was created";
-  } catch (const RejectedError& e) {
-    EXPECT_NE(std::string(e.what()).find("spread or pack"), std::string::npos) << e.what();
-  }
+  refused(where, "spread or pack");
+  refused(on_market("any").age_priorities(std::chrono::milliseconds(-1)),
+          "priority aging must be between");
+  refused(on_market("any").age_priorities(std::chrono::hours(24 * 31)), "30 days");
+  // The head goes on serving, and created none of them.
+  const ClusterStatus s = rt.status();
+  EXPECT_EQ(testing::counter(s, "rejected_pools"), 3u);
+  EXPECT_EQ(testing::find_pool(s, "badly-placed"), nullptr);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <thread>
 
 #include "support/cluster.h"
 #include "support/temp_dir.h"
@@ -89,6 +90,79 @@ TEST(Priority, OvertakesCallsLeasedAheadOnTheNode) {
   open_gate(dir.path());
   for (auto& f : calls) f.get(60s);
   EXPECT_EQ(gate_runs(dir.path()), (std::vector<int64_t>{0, 10, 11, 12, 1, 2, 3, 4, 5}));
+}
+
+// Placement::aging, the mailbox's side and across a head restart: the
+// accept times and the pool's aging are stored. The sleep is the input, not
+// a wait for something to happen: aging needs the calls to have waited.
+TEST(Priority, AgingBoundsHowLongALowerPriorityIsOvertaken) {
+  testing::TempDir dir("priority-aging");
+  open_gate(dir.path());
+  LocalCluster cluster(cluster_options(0));  // no node: every call waits in its mailbox
+  auto rt = cluster.connect();
+  auto gate = rt.spawn<Gate>("aging-gate", on_market("any").age_priorities(1000ms));
+  auto at = [&](int32_t p, int64_t key) {
+    return gate.with(CallOptions{.priority = p}).call(&Gate::pass, dir.path(), key);
+  };
+  std::vector<Future<int64_t>> calls;
+  calls.push_back(at(0, 0));  // L: accepted at tL
+  rt.wait_accepted();
+  const auto after_l = std::chrono::steady_clock::now();
+  calls.push_back(at(10, 1));  // 10 levels up, well within 10 s of L: before it
+  std::this_thread::sleep_until(after_l + 1500ms);
+  calls.push_back(at(1, 2));  // one level up, but more than 1 s after L: after it
+  calls.push_back(at(5, 3));  // five levels up, within 5 s of L: before it
+  rt.wait_accepted();
+
+  cluster.kill_head(SIGKILL);
+  cluster.start_head();
+  ASSERT_TRUE(wait_for_status(cluster.address(), [&](const ClusterStatus& s) {
+    const PoolStatus* p = find_pool(s, "aging-gate");
+    return p && p->queued == 4 && p->aging_ms == 1000;
+  }));
+  // An earlier boot's calls still show how long they have waited.
+  const TaskList listed = rt.tasks(TaskQuery{.mailbox = "aging-gate"});
+  ASSERT_EQ(listed.tasks.size(), 4u);
+  for (const auto& t : listed.tasks) EXPECT_GE(t.age_ms, 0) << t.id;
+  cluster.add_node(1, "reserved");
+  for (size_t i = 0; i < calls.size(); ++i) EXPECT_EQ(calls[i].get(60s), static_cast<int64_t>(i));
+  // Strict priorities would have run 1, 3, 2, 0.
+  EXPECT_EQ(gate_runs(dir.path()), (std::vector<int64_t>{1, 3, 0, 2}));
+}
+
+// The node's side: a call its actor holds leased ahead is overtaken by a
+// later call of higher priority only within the aging bound.
+TEST(Priority, AgingHoldsForCallsLeasedAheadOnTheNode) {
+  testing::TempDir dir("priority-aging-ahead");
+  LocalCluster cluster(cluster_options(1, 2));
+  auto rt = cluster.connect();
+  auto gate = rt.spawn<Gate>("aged-ahead-gate", on_market("any").ahead(16).age_priorities(500ms));
+  auto probe = rt.spawn<Worker>("aged-ahead-probe");
+  auto at = [&](int32_t p, int64_t key) {
+    return gate.with(CallOptions{.priority = p}).call(&Gate::pass, dir.path(), key);
+  };
+  auto leased = [&](uint64_t n) {
+    return wait_for_status(cluster.address(), [&](const ClusterStatus& s) {
+      const PoolStatus* p = find_pool(s, "aged-ahead-gate");
+      return p && p->leased == n && p->queued == 0;
+    });
+  };
+  // Key 0 runs and waits at the closed gate; key 1 is leased behind it.
+  std::vector<Future<int64_t>> calls;
+  calls.push_back(at(0, 0));
+  calls.push_back(at(0, 1));
+  ASSERT_TRUE(leased(2));
+  const auto after_1 = std::chrono::steady_clock::now();
+  std::this_thread::sleep_until(after_1 + 1200ms);
+  calls.push_back(at(1, 10));  // 1 level up, over 500 ms after key 1: behind it
+  calls.push_back(at(5, 11));  // 5 levels up, within 2.5 s of key 1: ahead of it
+  ASSERT_TRUE(leased(4));
+  // The probe's call was leased after 10 and 11, and frames reach the node in
+  // order: once the probe answers, the node holds them.
+  EXPECT_EQ(probe.call(&Worker::twice, int64_t{21}).get(60s), 42);
+  open_gate(dir.path());
+  for (auto& f : calls) f.get(60s);
+  EXPECT_EQ(gate_runs(dir.path()), (std::vector<int64_t>{0, 11, 1, 10}));
 }
 
 }  // namespace

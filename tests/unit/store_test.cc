@@ -461,6 +461,17 @@ TEST_F(StoreTest, ASchemaTwoStoreIsReadAndUpgraded) {
   EXPECT_EQ(l.journal, std::vector<std::string>{"new-4"});
 }
 
+// A record as a head that knew only its first fields wrote it: the packed
+// array without its last `dropped` fields, read back.
+template <class T>
+T older_layout(const std::string& bytes, uint32_t dropped) {
+  msgpack::object_handle oh = msgpack::unpack(bytes.data(), bytes.size());
+  msgpack::object o = oh.get();
+  EXPECT_EQ(o.type, msgpack::type::ARRAY);
+  o.via.array.size -= dropped;
+  return o.as<T>();
+}
+
 // Rows written before TaskRecord gained deadline_ms (its last field) lack
 // it: they load with no deadline and every other field intact.
 TEST(TaskRecordLayout, ARowWithoutTheDeadlineLoadsWithNone) {
@@ -468,11 +479,8 @@ TEST(TaskRecordLayout, ARowWithoutTheDeadlineLoadsWithNone) {
   t.attempts = 2;
   t.deadline_ms = 1234;
   const std::string bytes = pack(t);
-  msgpack::object_handle oh = msgpack::unpack(bytes.data(), bytes.size());
-  msgpack::object o = oh.get();
-  ASSERT_EQ(o.type, msgpack::type::ARRAY);
-  o.via.array.size -= 4;  // the layout before the deadline (and the fields after it)
-  const auto old = o.as<store::TaskRecord>();
+  // The layout before the deadline (and the fields after it).
+  const auto old = older_layout<store::TaskRecord>(bytes, 5);
   EXPECT_EQ(old.deadline_ms, 0);
   EXPECT_EQ(old.id, 7u);
   EXPECT_EQ(old.attempts, 2u);
@@ -488,10 +496,8 @@ TEST(TaskRecordLayout, ARowWithoutTheParentLoadsAsADriversCall) {
   t.parent = 99;
   t.received = true;
   const std::string bytes = pack(t);
-  msgpack::object_handle oh = msgpack::unpack(bytes.data(), bytes.size());
-  msgpack::object o = oh.get();
-  o.via.array.size -= 3;  // the layout before the parent (and the priority after it)
-  const auto old = o.as<store::TaskRecord>();
+  // The layout before the parent (and the fields after it).
+  const auto old = older_layout<store::TaskRecord>(bytes, 4);
   EXPECT_EQ(old.parent, 0u);
   EXPECT_FALSE(old.received);
   EXPECT_EQ(old.deadline_ms, 1234);
@@ -506,22 +512,40 @@ TEST(TaskRecordLayout, ARowWithoutThePriorityLoadsWithZero) {
   t.parent = 99;
   t.priority = -4;
   const std::string bytes = pack(t);
-  msgpack::object_handle oh = msgpack::unpack(bytes.data(), bytes.size());
-  msgpack::object o = oh.get();
-  o.via.array.size -= 1;
-  const auto old = o.as<store::TaskRecord>();
+  // The layout before the priority (and the accept time after it).
+  const auto old = older_layout<store::TaskRecord>(bytes, 2);
   EXPECT_EQ(old.priority, 0);
   EXPECT_EQ(old.parent, 99u);
   EXPECT_EQ(unpack<store::TaskRecord>(bytes).priority, -4);
 }
 
+// Rows written before TaskRecord kept its accept time load with 0, which
+// the head reads as its own start (Head::accepted_ms).
+TEST(TaskRecordLayout, ARowWithoutTheAcceptTimeLoadsWithZero) {
+  store::TaskRecord t = task(7, 3, "p");
+  t.priority = -4;
+  t.accepted_ms = 1764000000123;
+  const std::string bytes = pack(t);
+  const auto old = older_layout<store::TaskRecord>(bytes, 1);
+  EXPECT_EQ(old.accepted_ms, 0);
+  EXPECT_EQ(old.priority, -4);
+  EXPECT_EQ(unpack<store::TaskRecord>(bytes).accepted_ms, 1764000000123);
+}
+
+// Pools stored before Placement::aging load with strict priorities.
+TEST(PoolRecordLayout, ARowWithoutAgingLoadsWithStrictPriorities) {
+  store::PoolRecord p{"p", "T", "spot", 4, 1, 16, 2, "pack", "node-a", 5000};
+  const std::string bytes = pack(p);
+  const auto old = older_layout<store::PoolRecord>(bytes, 1);
+  EXPECT_EQ(old.aging_ms, 0);
+  EXPECT_EQ(old.node, "node-a");
+  EXPECT_EQ(unpack<store::PoolRecord>(bytes).aging_ms, 5000);
+}
+
 TEST(PoolRecordLayout, ARowWithoutThePlacementLoadsAsSpreadAnywhere) {
   store::PoolRecord p{"p", "T", "spot", 4, 1, 16, 2, "pack", "node-a"};
   const std::string bytes = pack(p);
-  msgpack::object_handle oh = msgpack::unpack(bytes.data(), bytes.size());
-  msgpack::object o = oh.get();
-  o.via.array.size -= 2;  // as a schema-6 head wrote it
-  const auto old = o.as<store::PoolRecord>();
+  const auto old = older_layout<store::PoolRecord>(bytes, 3);  // as a schema-6 head wrote it
   EXPECT_EQ(old.strategy, "spread");
   EXPECT_EQ(old.node, "");
   EXPECT_EQ(old.sp_degree, 2);

@@ -57,6 +57,7 @@ void print_table(const ClusterStatus& s) {
     if (p.by_priority.size() > 1 || (p.by_priority.size() == 1 && p.by_priority[0].first != 0)) {
       for (const auto& [priority, n] : p.by_priority) std::cout << priority << ":" << n << " ";
     }
+    if (p.aging_ms > 0) std::cout << "(aging +1 per " << human_seconds(p.aging_ms / 1000.0) << ")";
     std::cout << "\n";
   }
   std::cout << "\nACTORS\n"

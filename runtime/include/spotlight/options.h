@@ -25,6 +25,15 @@ struct Placement {
   // Only on this node (its id, as `spotlight status` shows it): members
   // wait for a free slot there, and for the node if it has not joined.
   std::string node;
+  // Priority aging: a call waiting in the mailbox gains one priority level
+  // per `aging` it has waited since the head accepted it, so a call of
+  // priority p runs before every call of priority p + k that came more than
+  // k × aging after it, however many of those keep coming. The head leases,
+  // and each member runs the calls it holds, in that order (the earliest
+  // `accepted - priority × aging` first); the wait counts across head
+  // restarts. 0: strict priorities (CallOptions::priority), where a
+  // low-priority call waits as long as higher ones keep coming. At most 30 days.
+  std::chrono::milliseconds aging{0};
 
   Placement& slots(int n) { slots_per_actor = n; return *this; }
   Placement& members(int n) { size = n; return *this; }
@@ -36,6 +45,10 @@ struct Placement {
   }
   Placement& on_node(std::string id) {
     node = std::move(id);
+    return *this;
+  }
+  Placement& age_priorities(std::chrono::milliseconds per_level) {
+    aging = per_level;
     return *this;
   }
 };
@@ -61,6 +74,7 @@ struct CallOptions {
   // and the calls an actor holds leased ahead (Placement::prefetch); it
   // never stops a run that started. A pool's rollouts that an iteration
   // needs can thus overtake speculative ones (seed exploration, say).
+  // Placement::aging bounds how long a lower priority can be overtaken.
   int32_t priority = 0;
 };
 

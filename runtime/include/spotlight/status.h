@@ -86,8 +86,9 @@ struct PoolStatus {
   // since the lease, and since the call was accepted.
   Latency ran{};
   Latency answered{};
+  int64_t aging_ms = 0;  // Placement::aging; 0: strict priorities
   MSGPACK_DEFINE(name, type, market, size, placed, queued, leased, by_priority, waited, ran,
-                 answered)
+                 answered, aging_ms)
 };
 
 // A sequence-parallel group as the head formed it.
@@ -135,10 +136,11 @@ struct TaskInfo {
   int64_t deadline_ms = 0;      // must start by (ms since the epoch); 0: no deadline
   std::string outcome;          // done: "ok", or the error kind (cancelled, method...)
   uint64_t args_bytes = 0;
-  // Milliseconds since this boot of the head accepted it, and, while queued
-  // or leased, since it entered that state (its mailbox again after a lost
-  // lease, or its current lease): a straggler stands out. -1 where the head
-  // does not know (it was accepted before a restart; done).
+  // Milliseconds since the head accepted it (by the wall clock for a call an
+  // earlier boot accepted), and, while queued or leased, since it entered
+  // that state in this boot (its mailbox again after a lost lease, or its
+  // current lease): a straggler stands out. -1 where the head does not know
+  // (in_state_ms: done, or unchanged since a restart).
   int64_t age_ms = -1;
   int64_t in_state_ms = -1;
   MSGPACK_DEFINE(id, mailbox, method, state, priority, attempts, max_attempts, caller, parent, node,
