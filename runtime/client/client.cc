@@ -586,7 +586,9 @@ void Runtime::create_pool(const std::string& name, const std::string& type, cons
                      where.sp_degree,
                      where.strategy,
                      where.node,
-                     where.aging.count()};
+                     where.aging.count(),
+                     where.max_per_node,
+                     where.prefer};
   client_->request(wire::MsgType::kCreatePool, pack(c), std::chrono::seconds(30));
 }
 

@@ -40,6 +40,7 @@ Head::Head(HeadOptions options) : opt_(std::move(options)) {
   boot_ = loaded.boot;
   size_t journal = loaded.journal.size();
   state_.recover(std::move(loaded));
+  state_.clock_ms = 0;  // the replayed entries' stamp is not this boot's
   // Epochs carry the boot in their high bits: a lease of this boot can never
   // be mistaken for one of an earlier boot, compacted or not.
   state_.next_epoch = std::max(state_.next_epoch, boot_ << 32);
@@ -156,6 +157,7 @@ void Head::turn() {
     store_->append(journal_.bytes());
     journal_.clear();
   }
+  state_.clock_ms = 0;  // the next entry stamps its own accepts
   for (const std::string& id : done_pending_) {
     auto it = state_.nodes.find(id);
     if (it == state_.nodes.end()) continue;
@@ -444,6 +446,18 @@ void Head::on_create_pool(const std::string& peer, const wire::CreatePool& c, ui
     return fail("priority aging must be between 0 (none) and 30 days, not " +
                 std::to_string(c.aging_ms) + " ms");
   }
+  if (c.max_per_node < 0) {
+    return fail("max members per node must be 0 (no limit) or more, not " +
+                std::to_string(c.max_per_node));
+  }
+  if (!c.node.empty() && c.max_per_node > 0 && c.max_per_node < c.size) {
+    return fail("a pool of " + std::to_string(c.size) + " pinned to node " + c.node +
+                " with at most " + std::to_string(c.max_per_node) +
+                " per node could never place all its members");
+  }
+  if (!c.node.empty() && !c.prefer.empty() && c.prefer != c.node) {
+    return fail("a pool pinned to node " + c.node + " cannot prefer node " + c.prefer);
+  }
   if (c.strategy != "spread" && c.strategy != "pack") {
     return fail("a placement strategy is spread or pack, not '" + c.strategy + "'");
   }
@@ -460,8 +474,9 @@ void Head::on_create_pool(const std::string& peer, const wire::CreatePool& c, ui
       return fail("'" + c.name + "' already exists with SP degree " + std::to_string(it->second.rec.sp_degree));
     }
   } else {
-    store::PoolRecord rec{c.name,     c.type,      c.market,   c.size, c.slots_per_actor,
-                          c.prefetch, c.sp_degree, c.strategy, c.node, c.aging_ms};
+    store::PoolRecord rec{c.name,         c.type,      c.market,   c.size, c.slots_per_actor,
+                          c.prefetch,     c.sp_degree, c.strategy, c.node, c.aging_ms,
+                          c.max_per_node, c.prefer};
     record(EventKind::kPool, rec);
     state_.apply_pool(rec);
     for (int i = 0; i < c.size; ++i) {
@@ -567,7 +582,11 @@ void Head::on_calls(Client& c, wire::Calls& calls) {
     t.max_attempts = call.max_attempts > 0 ? call.max_attempts : 3;
     t.parent = call.parent;
     t.priority = call.priority;
-    t.accepted_ms = wall_ms_;
+    if (state_.clock_ms != wall_ms_) {
+      // Stamps this turn's accepts once (EventKind::kClock).
+      record(EventKind::kClock, wall_ms_);
+      state_.clock_ms = wall_ms_;
+    }
     if (call.deadline_ms > 0) {
       t.deadline_ms = wall_ms_ + call.deadline_ms;
       deadlines_.emplace(t.deadline_ms, t.id);
@@ -1174,14 +1193,19 @@ Node* Head::pick_node(const std::string& pool_name, const store::PoolRecord& p) 
     if (p.market != "any" && n.market != p.market) continue;
     if (!p.node.empty() && n.id != p.node) continue;
     if (!n.types.count(p.type)) continue;
+    // The pool's members there, counted only where a rule asks.
+    int members = 0;
+    if (pack || p.max_per_node > 0) {
+      for (uint64_t id : n.actors) members += state_.actors[id].rec.pool == pool_name;
+    }
+    if (p.max_per_node > 0 && members >= p.max_per_node) continue;  // anti-affinity
+    if (!p.prefer.empty() && n.id == p.prefer) return &n;           // soft affinity: it fits
     const int free = n.slots - n.used;
     if (!pack) {
       if (!best || free > best->slots - best->used) best = &n;
       continue;
     }
     // Pack: beside the pool's members first, then the tightest fit.
-    int members = 0;
-    for (uint64_t id : n.actors) members += state_.actors[id].rec.pool == pool_name;
     if (!best || members > best_members ||
         (members == best_members && free < best->slots - best->used)) {
       best = &n;

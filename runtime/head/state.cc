@@ -81,6 +81,7 @@ Task& State::apply_accept(const TaskRecord& t, ClientRecord* maker) {
   calls_of[t.caller] += 1;
   unindex_lease(task);
   static_cast<TaskRecord&>(task) = t;
+  if (task.accepted_ms == 0) task.accepted_ms = clock_ms;
   if (t.state == TaskState::kLeased) leased_on[t.node].insert(t.id);  // a row loaded at a restart
   if (t.state == TaskState::kDone) index_done(task);                  // the same, finished
   next_ord = std::max(next_ord, t.ord + 1);
@@ -270,6 +271,7 @@ void State::erase_task(std::unordered_map<uint64_t, Task>::iterator it) {
 
 void State::replay(std::string_view entry) {
   size_t off = 0;
+  clock_ms = 0;  // an entry written before kClock existed has none
   while (off < entry.size()) {
     msgpack::object_handle oh = msgpack::unpack(entry.data(), entry.size(), off);
     const msgpack::object& o = oh.get();
@@ -296,6 +298,9 @@ void State::replay(std::string_view entry) {
         break;
       case EventKind::kRemovePool:
         apply_remove_pool(body.as<std::string>());
+        break;
+      case EventKind::kClock:
+        clock_ms = body.as<int64_t>();
         break;
       default: throw std::runtime_error("journal entry has an unknown event kind");
     }

@@ -174,13 +174,15 @@ bool ActorHost::idle() {
 }
 
 void ActorHost::push(wire::Task t) {
-  const auto now = std::chrono::steady_clock::now();
-  if (t.start_within_ms > 0) t.start_by = now + std::chrono::milliseconds(t.start_within_ms);
+  if (t.start_within_ms > 0) {
+    t.start_by = std::chrono::steady_clock::now() + std::chrono::milliseconds(t.start_within_ms);
+  }
   if (t.aging_ms > 0) {
     // The head's key (accepted - priority × aging, Mailbox::pop_front), on
     // this node's clock: it was accepted waited_ms before now.
-    const int64_t now_ms =
-        std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count();
+    const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                               std::chrono::steady_clock::now().time_since_epoch())
+                               .count();
     t.run_key = now_ms - t.waited_ms - int64_t{t.priority} * t.aging_ms;
   }
   {

@@ -31,9 +31,9 @@ namespace {
 // task deadlines and clients' high-water marks (fields an older head would
 // not read); 6: task priorities (the same); 7: pools' placement strategy and node (the
 // same); 8: RetireClient events (an older head could not replay them); 9: tasks' accept
-// times and pools' priority aging (fields an older head would drop). Older layouts are read (a
-// schema-2 store's journal rows, a schema-3 PATH.journal as file 0) and folded by the first
-// compaction.
+// times, pools' priority aging, max_per_node and prefer (fields an older head would drop). Older
+// layouts are read (a schema-2 store's journal rows, a schema-3 PATH.journal as file 0) and folded
+// by the first compaction.
 constexpr int kSchemaVersion = 9;
 constexpr int kOldestReadable = 2;
 

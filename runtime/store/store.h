@@ -28,9 +28,12 @@ struct PoolRecord {
   // existed still load (as "spread" and any node).
   std::string strategy = "spread";
   std::string node{};  // an initializer, so that brace lists may leave it out
-  int64_t aging_ms = 0;  // Placement::aging; last, for the same reason
+  // Placement::aging, max_per_node and prefer; last, for the same reason.
+  int64_t aging_ms = 0;
+  int32_t max_per_node = 0;
+  std::string prefer{};
   MSGPACK_DEFINE(name, type, market, size, slots_per_actor, prefetch, sp_degree, strategy, node,
-                 aging_ms)
+                 aging_ms, max_per_node, prefer)
 };
 
 struct ActorRecord {

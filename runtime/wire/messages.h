@@ -24,7 +24,8 @@ namespace spotlight::wire {
 // 7: call priorities (Call.priority, Task.priority, PoolStatus.by_priority);
 // 8: Cancel (client -> head, head -> node) and CancelReply; ClusterStatus.metrics_address;
 //    TasksRequest and TaskList; CreatePool.strategy and node.
-// 9: priority aging (CreatePool.aging_ms, Task.aging_ms and waited_ms).
+// 9: priority aging (CreatePool.aging_ms, Task.aging_ms and waited_ms),
+//    CreatePool.max_per_node and prefer.
 inline constexpr uint16_t kProtocolVersion = 9;
 
 enum class MsgType : uint16_t {
@@ -151,8 +152,10 @@ struct CreatePool {
   std::string strategy = "spread";  // Placement::strategy
   std::string node;                 // Placement::node
   int64_t aging_ms = 0;             // Placement::aging
+  int32_t max_per_node = 0;         // Placement::max_per_node
+  std::string prefer;               // Placement::prefer
   MSGPACK_DEFINE(name, type, market, size, slots_per_actor, prefetch, sp_degree, strategy, node,
-                 aging_ms)
+                 aging_ms, max_per_node, prefer)
 };
 
 struct PoolCreated {

@@ -1,7 +1,8 @@
 // Placement::strategy and Placement::node: "spread" (the default) puts
 // members where the most slots are free, "pack" puts them beside the pool's
 // other members, and a pool pinned to a node waits for slots there rather
-// than going elsewhere; the choice survives a head restart.
+// than going elsewhere; the choice survives a head restart. Then the limit
+// of members per node and the preferred node.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -77,6 +78,42 @@ TEST(Placement, SpreadPackAndPinnedToANode) {
   EXPECT_EQ(testing::counter(after, "error_bad_request"), 0u);
 }
 
+// Placement::max_per_node (anti-affinity) holds across a head restart: the
+// member beyond it waits for a third node though two have free slots; and
+// Placement::prefer (soft affinity) fills its node first, then goes on by
+// the strategy.
+TEST(Placement, AtMostPerNodeAndAPreferredNode) {
+  LocalCluster cluster(cluster_options(2, 4));
+  auto rt = cluster.connect();
+  auto one_each = rt.pool<Worker>("one-each", on_market("any").members(3).at_most_per_node(1));
+  auto a = members_by_node(cluster.address(), "one-each", 2);
+  EXPECT_EQ(a[""], 1) << "the third member waits";
+  for (const auto& [node, n] : a) EXPECT_EQ(n, 1) << node;
+  EXPECT_EQ(one_each.call(&Worker::twice, int64_t{5}).get(std::chrono::seconds(60)), 10);
+
+  // A head that forgot the rule would place the waiting member at once, on
+  // a node that already has one.
+  cluster.kill_head(SIGKILL);
+  cluster.start_head();
+  cluster.add_node(4, "reserved");
+  auto b = members_by_node(cluster.address(), "one-each", 3);
+  ASSERT_EQ(b.size(), 3u);
+  for (const auto& [node, n] : b) EXPECT_EQ(n, 1) << node;
+
+  // Three nodes with three free slots each; spread would split four
+  // members 2/1/1, preferring one node puts three there and one elsewhere.
+  const std::string preferred = b.rbegin()->first;
+  auto near = rt.pool<Worker>("near", on_market("any").members(4).prefer_node(preferred));
+  auto c = members_by_node(cluster.address(), "near", 4);
+  EXPECT_EQ(c[preferred], 3);
+  EXPECT_EQ(c.size(), 2u) << "the fourth member on another node";
+  // A preferred node that is not there is no reason to wait.
+  auto elsewhere =
+      rt.pool<Worker>("elsewhere", on_market("any").members(2).prefer_node("no-such-node"));
+  auto d = members_by_node(cluster.address(), "elsewhere", 2);
+  EXPECT_EQ(d.count(""), 0u);
+}
+
 TEST(Placement, ABadStrategyOrAgingIsRefused) {
   LocalCluster cluster(cluster_options(0));
   auto rt = cluster.connect();
@@ -94,9 +131,13 @@ TEST(Placement, ABadStrategyOrAgingIsRefused) {
   refused(on_market("any").age_priorities(std::chrono::milliseconds(-1)),
           "priority aging must be between");
   refused(on_market("any").age_priorities(std::chrono::hours(24 * 31)), "30 days");
+  refused(on_market("any").at_most_per_node(-1), "max members per node");
+  refused(on_market("any").members(3).at_most_per_node(2).on_node("node-a"),
+          "could never place all its members");
+  refused(on_market("any").on_node("node-a").prefer_node("node-b"), "cannot prefer node node-b");
   // The head goes on serving, and created none of them.
   const ClusterStatus s = rt.status();
-  EXPECT_EQ(testing::counter(s, "rejected_pools"), 3u);
+  EXPECT_EQ(testing::counter(s, "rejected_pools"), 6u);
   EXPECT_EQ(testing::find_pool(s, "badly-placed"), nullptr);
 }
 

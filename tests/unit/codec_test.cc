@@ -32,7 +32,8 @@ TEST(Codec, EveryMessageTypeRoundTrips) {
   round_trip(HelloClient{"client-abc", {1, 2}, "node-7"});
   round_trip(Welcome{7, 3, 250, 1000, 64u << 20, {4}});
   round_trip(Heartbeat{9, 41});
-  round_trip(CreatePool{"squares", "Square", "any", 4, 2, 16, 2, "pack", "node-1", 30000});
+  round_trip(
+      CreatePool{"squares", "Square", "any", 4, 2, 16, 2, "pack", "node-1", 30000, 1, "node-2"});
   round_trip(PoolCreated{"squares", false, "exists with another type"});
   round_trip(RemovePool{"squares"});
   round_trip(KvSet{"spotlight/sp/g/sp1/epoch/5/0", std::string("a\0b", 3)});

@@ -532,20 +532,26 @@ TEST(TaskRecordLayout, ARowWithoutTheAcceptTimeLoadsWithZero) {
   EXPECT_EQ(unpack<store::TaskRecord>(bytes).accepted_ms, 1764000000123);
 }
 
-// Pools stored before Placement::aging load with strict priorities.
-TEST(PoolRecordLayout, ARowWithoutAgingLoadsWithStrictPriorities) {
-  store::PoolRecord p{"p", "T", "spot", 4, 1, 16, 2, "pack", "node-a", 5000};
+// Pools stored before Placement::aging, max_per_node and prefer load with
+// strict priorities, no limit per node and no preferred node.
+TEST(PoolRecordLayout, ARowWithoutAgingOrAffinityLoadsWithout) {
+  store::PoolRecord p{"p", "T", "spot", 4, 1, 16, 2, "pack", "node-a", 5000, 1, "node-a"};
   const std::string bytes = pack(p);
-  const auto old = older_layout<store::PoolRecord>(bytes, 1);
+  const auto old = older_layout<store::PoolRecord>(bytes, 3);
   EXPECT_EQ(old.aging_ms, 0);
+  EXPECT_EQ(old.max_per_node, 0);
+  EXPECT_EQ(old.prefer, "");
   EXPECT_EQ(old.node, "node-a");
-  EXPECT_EQ(unpack<store::PoolRecord>(bytes).aging_ms, 5000);
+  const auto now = unpack<store::PoolRecord>(bytes);
+  EXPECT_EQ(now.aging_ms, 5000);
+  EXPECT_EQ(now.max_per_node, 1);
+  EXPECT_EQ(now.prefer, "node-a");
 }
 
 TEST(PoolRecordLayout, ARowWithoutThePlacementLoadsAsSpreadAnywhere) {
   store::PoolRecord p{"p", "T", "spot", 4, 1, 16, 2, "pack", "node-a"};
   const std::string bytes = pack(p);
-  const auto old = older_layout<store::PoolRecord>(bytes, 3);  // as a schema-6 head wrote it
+  const auto old = older_layout<store::PoolRecord>(bytes, 5);  // as a schema-6 head wrote it
   EXPECT_EQ(old.strategy, "spread");
   EXPECT_EQ(old.node, "");
   EXPECT_EQ(old.sp_degree, 2);
@@ -598,6 +604,50 @@ TEST_F(StoreTest, MailboxesAreRebuiltByPriority) {
   EXPECT_EQ(st.pools["p"].queue.ids(), (std::vector<uint64_t>{2, 5, 1, 3, 6, 7, 4}));
   EXPECT_EQ(st.pools["p"].queue.depths(),
             (std::vector<std::pair<int32_t, uint64_t>>{{2, 2}, {0, 4}, {-1, 1}}));
+}
+
+// A turn's accepts share one kClock stamp in the journal: replayed, each
+// call gets its entry's time; through a compaction the time is in the row;
+// a record that carries its own time keeps it; an entry without a stamp
+// (written before kClock existed) leaves 0, which the head reads as its boot.
+TEST_F(StoreTest, AcceptTimesComeFromTheirEntrysClock) {
+  {
+    auto s = store::open_sqlite(path_);
+    s->open();
+    head::Journal j;
+    j.add(head::EventKind::kPool, store::PoolRecord{"p", "T", "any", 1, 1, 16});
+    j.add(head::EventKind::kClock, int64_t{1764000000000});
+    j.add(head::EventKind::kAccept, task(1, 1, "p"));
+    auto own = task(2, 2, "p");
+    own.accepted_ms = 1763000000000;
+    j.add(head::EventKind::kAccept, own);
+    s->append(j.bytes());
+    head::Journal later;
+    later.add(head::EventKind::kClock, int64_t{1764000005000});
+    later.add(head::EventKind::kAccept, task(3, 3, "p"));
+    s->append(later.bytes());
+    head::Journal unstamped;
+    unstamped.add(head::EventKind::kAccept, task(4, 4, "p"));
+    s->append(unstamped.bytes());
+  }
+  auto times = [](head::State& st) {
+    std::vector<int64_t> out;
+    for (uint64_t id = 1; id <= 4; ++id) out.push_back(st.tasks.at(id).accepted_ms);
+    return out;
+  };
+  const std::vector<int64_t> want{1764000000000, 1763000000000, 1764000005000, 0};
+  {
+    auto s = store::open_sqlite(path_);
+    head::State st;
+    st.recover(s->open());  // from the journal
+    EXPECT_EQ(times(st), want);
+    s->compact(st.compaction());
+    s->finish_compaction();
+  }
+  auto s = store::open_sqlite(path_);
+  head::State st;
+  st.recover(s->open());  // from the tables
+  EXPECT_EQ(times(st), want);
 }
 
 // The calls a task makes stay after their results are received, until the

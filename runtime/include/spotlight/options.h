@@ -25,6 +25,14 @@ struct Placement {
   // Only on this node (its id, as `spotlight status` shows it): members
   // wait for a free slot there, and for the node if it has not joined.
   std::string node;
+  // Anti-affinity: at most this many members on one node (0: no limit).
+  // Members beyond it wait for another node rather than double up, so one
+  // preemption takes at most this many of the pool (Ray's STRICT_SPREAD, at 1).
+  int max_per_node = 0;
+  // Soft affinity: members go to this node while it fits them (market, type,
+  // free slots, max_per_node), and elsewhere by the strategy when it does
+  // not or has not joined: beside the data it caches, say.
+  std::string prefer;
   // Priority aging: a call waiting in the mailbox gains one priority level
   // per `aging` it has waited since the head accepted it, so a call of
   // priority p runs before every call of priority p + k that came more than
@@ -45,6 +53,14 @@ struct Placement {
   }
   Placement& on_node(std::string id) {
     node = std::move(id);
+    return *this;
+  }
+  Placement& at_most_per_node(int n) {
+    max_per_node = n;
+    return *this;
+  }
+  Placement& prefer_node(std::string id) {
+    prefer = std::move(id);
     return *this;
   }
   Placement& age_priorities(std::chrono::milliseconds per_level) {
