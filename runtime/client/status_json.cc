@@ -52,6 +52,7 @@ std::string status_json(const ClusterStatus& s) {
                           {"leased", p.leased},
                           {"queued_by_priority", p.by_priority},
                           {"aging_ms", p.aging_ms},
+                          {"waiting_for", p.waiting_for},
                           {"waited", latency_json(p.waited)},
                           {"ran", latency_json(p.ran)},
                           {"answered", latency_json(p.answered)}});

@@ -1155,66 +1155,6 @@ bool Head::check_keyed_get(const std::string& peer, uint64_t rid, const char* wh
 
 void Head::expire_kv_waiters() { expire_waiters(kv_waiters_, wire::KvValue{false, {}}); }
 
-void Head::place() {
-  for (auto pit = state_.unplaced.begin(); pit != state_.unplaced.end();) {
-    const std::string& name = pit->first;
-    std::set<uint64_t>& pending = pit->second;
-    Pool& pool = state_.pools[name];
-    // Advanced before set_phase drops the id from `pending`.
-    for (auto it = pending.begin(); it != pending.end();) {
-      Actor& a = state_.actors[*it++];
-      if (!grace_over_ && a.rec.incarnation > 0) continue;  // its node may still come back
-      Node* best = pick_node(name, pool.rec);
-      if (!best) break;  // no node takes this pool's members now: nor its next one
-      store::ActorRecord rec = a.rec;
-      rec.incarnation += 1;
-      record(EventKind::kActor, rec);
-      state_.apply_actor(rec);
-      state_.set_phase(a, ActorPhase::kPlacing);
-      a.node = best->id;
-      a.credit = 0;
-      best->used += pool.rec.slots_per_actor;
-      best->actors.insert(a.rec.id);
-      wire::Place msg{a.rec.id,          name,          pool.rec.type, rec.incarnation,
-                      pool.rec.prefetch, rec.has_state, rec.state};
-      to_nodes_[best->peer].frames.push_back(wire::encode(msg));
-      spdlog::debug("placing actor {} ({}) on {}", a.rec.id, name, best->id);
-    }
-    pit = pending.empty() ? state_.unplaced.erase(pit) : std::next(pit);
-  }
-}
-
-Node* Head::pick_node(const std::string& pool_name, const store::PoolRecord& p) {
-  const bool pack = p.strategy == "pack";
-  Node* best = nullptr;
-  int best_members = 0;
-  for (auto& [nid, n] : state_.nodes) {
-    if (!n.alive || n.draining || n.slots - n.used < p.slots_per_actor) continue;
-    if (p.market != "any" && n.market != p.market) continue;
-    if (!p.node.empty() && n.id != p.node) continue;
-    if (!n.types.count(p.type)) continue;
-    // The pool's members there, counted only where a rule asks.
-    int members = 0;
-    if (pack || p.max_per_node > 0) {
-      for (uint64_t id : n.actors) members += state_.actors[id].rec.pool == pool_name;
-    }
-    if (p.max_per_node > 0 && members >= p.max_per_node) continue;  // anti-affinity
-    if (!p.prefer.empty() && n.id == p.prefer) return &n;           // soft affinity: it fits
-    const int free = n.slots - n.used;
-    if (!pack) {
-      if (!best || free > best->slots - best->used) best = &n;
-      continue;
-    }
-    // Pack: beside the pool's members first, then the tightest fit.
-    if (!best || members > best_members ||
-        (members == best_members && free < best->slots - best->used)) {
-      best = &n;
-      best_members = members;
-    }
-  }
-  return best;
-}
-
 Task* Head::lease(Pool& pool, Actor& a, Node& n, const SpGroupState* group) {
   const uint64_t id = pool.queue.pop_front(pool.rec.aging_ms, [&](uint64_t queued) {
     auto q = state_.tasks.find(queued);
@@ -1496,7 +1436,7 @@ ClusterStatus Head::status() const {
     s.pools.push_back(PoolStatus{name, p.rec.type, p.rec.market, p.rec.size, placed, p.queue.size(),
                                  p.leased, p.queue.depths(), p.latency.waited.status(),
                                  p.latency.ran.status(), p.latency.answered.status(),
-                                 p.rec.aging_ms});
+                                 p.rec.aging_ms, why_waiting(name, p)});
     for (const auto& [gid, g] : p.groups) {
       s.groups.push_back(SpGroupStatus{name, group_name(name, gid), g.epoch, g.members, g.task});
     }

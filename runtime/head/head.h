@@ -181,6 +181,14 @@ class Head {
   void place();
   // The node a member of pool `p` goes to now (Placement::strategy, node), or nullptr.
   Node* pick_node(const std::string& pool_name, const store::PoolRecord& p);
+  // Why node `n` cannot take a member of pool `p` now, the first reason in
+  // this order; `members` gets the pool's members there when `count` or a
+  // limit per node needs them (placement.cc).
+  enum class Unfit { kGone, kDraining, kMarket, kPinned, kType, kSlots, kPerNode, kFits };
+  Unfit fit(const Node& n, const std::string& pool_name, const store::PoolRecord& p, bool count,
+            int& members) const;
+  // For status: why the pool's unplaced members wait, "" when none does.
+  std::string why_waiting(const std::string& pool_name, const Pool& pool) const;
   void dispatch();
   // Leases the front task of `pool` to `actor` (with `group`, to every member
   // of that SP group, `actor` being its rank 0); the task, or nullptr if

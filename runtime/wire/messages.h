@@ -153,7 +153,7 @@ struct CreatePool {
   std::string node;                 // Placement::node
   int64_t aging_ms = 0;             // Placement::aging
   int32_t max_per_node = 0;         // Placement::max_per_node
-  std::string prefer;               // Placement::prefer
+  std::string prefer{};             // Placement::prefer
   MSGPACK_DEFINE(name, type, market, size, slots_per_actor, prefetch, sp_degree, strategy, node,
                  aging_ms, max_per_node, prefer)
 };

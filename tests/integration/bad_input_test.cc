@@ -128,9 +128,10 @@ TEST(HeadProtocol, RefusalsOfFramesSentBeforeAHelloArriveBeforeItsWelcome) {
       auto env = node.reply();
       if (!env) break;
       got.push_back(env->type);
-      if (env->type == wire::MsgType::kError)
+      if (env->type == wire::MsgType::kError) {
         EXPECT_EQ(env->body<wire::Error>().code,
                   static_cast<int32_t>(wire::ErrorCode::kUnknownPeer));
+      }
     }
     EXPECT_EQ(got, (std::vector<wire::MsgType>{wire::MsgType::kError, wire::MsgType::kError,
                                                wire::MsgType::kWelcome}))

@@ -62,6 +62,11 @@ TEST(Placement, SpreadPackAndPinnedToANode) {
   EXPECT_EQ(q[full], 1);
   EXPECT_EQ(q[""], 1);
   EXPECT_EQ(q.count(other), 0u);
+  // Status says why: one node is not the pinned one, the pinned one is full.
+  const std::string why = testing::find_pool(rt.status(), "pinned")->waiting_for;
+  EXPECT_NE(why.find("1 member(s) wait: none of 2 node(s) fits"), std::string::npos) << why;
+  EXPECT_NE(why.find("1 not node " + full + " (pinned)"), std::string::npos) << why;
+  EXPECT_NE(why.find("1 fewer than 1 free slot(s)"), std::string::npos) << why;
   EXPECT_EQ(pinned.call(&Worker::twice, int64_t{4}).get(std::chrono::seconds(60)), 8);
 
   // After a restart the pin holds: the waiting member still does not go elsewhere.
@@ -90,6 +95,13 @@ TEST(Placement, AtMostPerNodeAndAPreferredNode) {
   EXPECT_EQ(a[""], 1) << "the third member waits";
   for (const auto& [node, n] : a) EXPECT_EQ(n, 1) << node;
   EXPECT_EQ(one_each.call(&Worker::twice, int64_t{5}).get(std::chrono::seconds(60)), 10);
+  const std::string why = testing::find_pool(rt.status(), "one-each")->waiting_for;
+  EXPECT_NE(why.find("2 holding 1 member(s), the most per node"), std::string::npos) << why;
+  // A market no node is on: said as such.
+  rt.pool<Worker>("spot-only", on_market("spot"));
+  const std::string spot = testing::find_pool(rt.status(), "spot-only")->waiting_for;
+  EXPECT_NE(spot.find("2 not on market spot"), std::string::npos) << spot;
+  rt.remove_pool("spot-only");
 
   // A head that forgot the rule would place the waiting member at once, on
   // a node that already has one.
@@ -99,6 +111,7 @@ TEST(Placement, AtMostPerNodeAndAPreferredNode) {
   auto b = members_by_node(cluster.address(), "one-each", 3);
   ASSERT_EQ(b.size(), 3u);
   for (const auto& [node, n] : b) EXPECT_EQ(n, 1) << node;
+  EXPECT_EQ(testing::find_pool(rt.status(), "one-each")->waiting_for, "");
 
   // Three nodes with three free slots each; spread would split four
   // members 2/1/1, preferring one node puts three there and one elsewhere.

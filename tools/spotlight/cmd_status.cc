@@ -60,6 +60,9 @@ void print_table(const ClusterStatus& s) {
     if (p.aging_ms > 0) std::cout << "(aging +1 per " << human_seconds(p.aging_ms / 1000.0) << ")";
     std::cout << "\n";
   }
+  for (const auto& p : s.pools) {
+    if (!p.waiting_for.empty()) std::cout << "  " << p.name << ": " << p.waiting_for << "\n";
+  }
   std::cout << "\nACTORS\n"
             << std::setw(6) << "id" << std::setw(20) << "pool" << std::setw(28) << "node"
             << std::setw(10) << "state" << std::setw(6) << "inc" << std::setw(8) << "leased"

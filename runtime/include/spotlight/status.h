@@ -87,8 +87,12 @@ struct PoolStatus {
   Latency ran{};
   Latency answered{};
   int64_t aging_ms = 0;  // Placement::aging; 0: strict priorities
+  // Why members wait for a node, by the head's rules ("2 member(s) wait:
+  // none of 3 node(s) fits (1 not on market spot, 2 fewer than 2 free
+  // slot(s))"); empty when none waits.
+  std::string waiting_for{};  // (an initializer: brace lists may leave it out)
   MSGPACK_DEFINE(name, type, market, size, placed, queued, leased, by_priority, waited, ran,
-                 answered, aging_ms)
+                 answered, aging_ms, waiting_for)
 };
 
 // A sequence-parallel group as the head formed it.

@@ -1,0 +1,141 @@
+// Placing actors on nodes: which node takes a pool's waiting member
+// (Placement: market, slots, type, strategy, a pinned or preferred node, a
+// limit per node), and, for `spotlight status`, why members still wait.
+#include <spdlog/spdlog.h>
+
+#include "head/head.h"
+
+namespace spotlight::head {
+
+void Head::place() {
+  for (auto pit = state_.unplaced.begin(); pit != state_.unplaced.end();) {
+    const std::string& name = pit->first;
+    std::set<uint64_t>& pending = pit->second;
+    Pool& pool = state_.pools[name];
+    // Advanced before set_phase drops the id from `pending`.
+    for (auto it = pending.begin(); it != pending.end();) {
+      Actor& a = state_.actors[*it++];
+      if (!grace_over_ && a.rec.incarnation > 0) continue;  // its node may still come back
+      Node* best = pick_node(name, pool.rec);
+      if (!best) break;  // no node takes this pool's members now: nor its next one
+      store::ActorRecord rec = a.rec;
+      rec.incarnation += 1;
+      record(EventKind::kActor, rec);
+      state_.apply_actor(rec);
+      state_.set_phase(a, ActorPhase::kPlacing);
+      a.node = best->id;
+      a.credit = 0;
+      best->used += pool.rec.slots_per_actor;
+      best->actors.insert(a.rec.id);
+      wire::Place msg{a.rec.id,          name,          pool.rec.type, rec.incarnation,
+                      pool.rec.prefetch, rec.has_state, rec.state};
+      to_nodes_[best->peer].frames.push_back(wire::encode(msg));
+      spdlog::debug("placing actor {} ({}) on {}", a.rec.id, name, best->id);
+    }
+    pit = pending.empty() ? state_.unplaced.erase(pit) : std::next(pit);
+  }
+}
+
+Head::Unfit Head::fit(const Node& n, const std::string& pool_name, const store::PoolRecord& p,
+                      bool count, int& members) const {
+  members = 0;
+  if (!n.alive) return Unfit::kGone;
+  if (n.draining) return Unfit::kDraining;
+  if (p.market != "any" && n.market != p.market) return Unfit::kMarket;
+  if (!p.node.empty() && n.id != p.node) return Unfit::kPinned;
+  if (!n.types.count(p.type)) return Unfit::kType;
+  if (n.slots - n.used < p.slots_per_actor) return Unfit::kSlots;
+  // The pool's members there, counted only where a rule asks.
+  if (count || p.max_per_node > 0) {
+    for (uint64_t id : n.actors) {
+      auto a = state_.actors.find(id);
+      members += a != state_.actors.end() && a->second.rec.pool == pool_name;
+    }
+  }
+  if (p.max_per_node > 0 && members >= p.max_per_node) return Unfit::kPerNode;  // anti-affinity
+  return Unfit::kFits;
+}
+
+Node* Head::pick_node(const std::string& pool_name, const store::PoolRecord& p) {
+  const bool pack = p.strategy == "pack";
+  Node* best = nullptr;
+  int best_members = 0;
+  for (auto& [nid, n] : state_.nodes) {
+    int members = 0;
+    if (fit(n, pool_name, p, pack, members) != Unfit::kFits) continue;
+    if (!p.prefer.empty() && n.id == p.prefer) return &n;  // soft affinity: it fits
+    const int free = n.slots - n.used;
+    if (!pack) {
+      if (!best || free > best->slots - best->used) best = &n;
+      continue;
+    }
+    // Pack: beside the pool's members first, then the tightest fit.
+    if (!best || members > best_members ||
+        (members == best_members && free < best->slots - best->used)) {
+      best = &n;
+      best_members = members;
+    }
+  }
+  return best;
+}
+
+std::string Head::why_waiting(const std::string& pool_name, const Pool& pool) const {
+  auto u = state_.unplaced.find(pool_name);
+  if (u == state_.unplaced.end() || u->second.empty()) return "";
+  const store::PoolRecord& p = pool.rec;
+  size_t held_for_restart = 0;
+  for (uint64_t id : u->second) {
+    auto a = state_.actors.find(id);
+    held_for_restart += !grace_over_ && a != state_.actors.end() && a->second.rec.incarnation > 0;
+  }
+  const std::string members = std::to_string(u->second.size()) + " member(s) wait";
+  if (held_for_restart == u->second.size()) {
+    return members + " for the nodes they ran on before the head restarted (grace period)";
+  }
+  if (!p.node.empty()) {
+    auto n = state_.nodes.find(p.node);
+    if (n == state_.nodes.end() || !n->second.alive) {
+      return members + " for node " + p.node +
+             ", which the pool is pinned to and which is not here";
+    }
+  }
+  // Each node's first reason, in the order fit() asks.
+  std::map<Unfit, size_t> by_reason;
+  size_t alive = 0;
+  for (const auto& [nid, n] : state_.nodes) {
+    int there = 0;
+    const Unfit why = fit(n, pool_name, p, false, there);
+    if (why == Unfit::kGone) continue;
+    ++alive;
+    by_reason[why] += 1;
+  }
+  if (alive == 0) return members + ": no node has joined";
+  if (by_reason.count(Unfit::kFits)) return members + ": a node fits, placing on the next turn";
+  std::string out = members + ": none of " + std::to_string(alive) + " node(s) fits (";
+  auto reason = [&](Unfit k) -> std::string {
+    switch (k) {
+      case Unfit::kDraining:
+        return "draining";
+      case Unfit::kMarket:
+        return "not on market " + p.market;
+      case Unfit::kPinned:
+        return "not node " + p.node + " (pinned)";
+      case Unfit::kType:
+        return "without " + p.type + " loaded";
+      case Unfit::kSlots:
+        return "fewer than " + std::to_string(p.slots_per_actor) + " free slot(s)";
+      case Unfit::kPerNode:
+        return "holding " + std::to_string(p.max_per_node) + " member(s), the most per node";
+      default:
+        return "";
+    }
+  };
+  bool first = true;
+  for (const auto& [k, n] : by_reason) {
+    out += (first ? "" : ", ") + std::to_string(n) + " " + reason(k);
+    first = false;
+  }
+  return out + ")";
+}
+
+}  // namespace spotlight::head
