@@ -1425,6 +1425,9 @@ ClusterStatus Head::status() const {
     ns.gone_ms_ago = ago(n.gone_at);
     s.nodes.push_back(std::move(ns));
   }
+  // Each explanation visits every node: a status of ten thousand waiting
+  // pools explains the first kExplainedPools.
+  size_t explained = 0;
   for (const auto& [name, p] : state_.pools) {
     int placed = 0;
     for (uint64_t id : p.members) {
@@ -1436,7 +1439,15 @@ ClusterStatus Head::status() const {
     s.pools.push_back(PoolStatus{name, p.rec.type, p.rec.market, p.rec.size, placed, p.queue.size(),
                                  p.leased, p.queue.depths(), p.latency.waited.status(),
                                  p.latency.ran.status(), p.latency.answered.status(),
-                                 p.rec.aging_ms, why_waiting(name, p)});
+                                 p.rec.aging_ms, ""});
+    auto u = state_.unplaced.find(name);
+    if (u != state_.unplaced.end() && !u->second.empty()) {
+      s.pools.back().waiting_for = ++explained <= kExplainedPools
+                                       ? why_waiting(name, p)
+                                       : std::to_string(u->second.size()) +
+                                             " member(s) wait (reasons are given for the first " +
+                                             std::to_string(kExplainedPools) + " waiting pools)";
+    }
     for (const auto& [gid, g] : p.groups) {
       s.groups.push_back(SpGroupStatus{name, group_name(name, gid), g.epoch, g.members, g.task});
     }

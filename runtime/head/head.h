@@ -188,6 +188,7 @@ class Head {
   Unfit fit(const Node& n, const std::string& pool_name, const store::PoolRecord& p, bool count,
             int& members) const;
   // For status: why the pool's unplaced members wait, "" when none does.
+  static constexpr size_t kExplainedPools = 256;
   std::string why_waiting(const std::string& pool_name, const Pool& pool) const;
   void dispatch();
   // Leases the front task of `pool` to `actor` (with `group`, to every member

@@ -127,6 +127,22 @@ TEST(Placement, AtMostPerNodeAndAPreferredNode) {
   EXPECT_EQ(d.count(""), 0u);
 }
 
+// Every waiting pool says why, up to the first 256 in a status; the rest
+// say only how many members wait (each explanation visits every node).
+TEST(Placement, StatusExplainsTheFirstWaitingPools) {
+  LocalCluster cluster(cluster_options(0));
+  auto rt = cluster.connect();
+  for (int i = 0; i < 260; ++i) rt.spawn<Worker>("waiting-" + std::to_string(i));
+  size_t explained = 0, counted = 0;
+  for (const auto& p : rt.status().pools) {
+    explained += p.waiting_for == "1 member(s) wait: no node has joined";
+    counted +=
+        p.waiting_for == "1 member(s) wait (reasons are given for the first 256 waiting pools)";
+  }
+  EXPECT_EQ(explained, 256u);
+  EXPECT_EQ(counted, 4u);
+}
+
 TEST(Placement, ABadStrategyOrAgingIsRefused) {
   LocalCluster cluster(cluster_options(0));
   auto rt = cluster.connect();
