@@ -141,6 +141,11 @@ std::string dashboard_html(const ClusterStatus& s) {
       << td(p50_p99(p.answered)) << "</tr>";
   }
   o << "</table>";
+  for (const auto& p : s.pools) {
+    if (!p.waiting_for.empty())
+      o << "<p class=\"sub\">" << html_escape(p.name) << ": " << html_escape(p.waiting_for)
+        << "</p>";
+  }
 
   if (!s.groups.empty()) {
     o << "<h2>Sequence-parallel groups</h2><table><tr><th>group</th><th>epoch</th><th>members (by "

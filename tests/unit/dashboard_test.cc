@@ -21,6 +21,8 @@ ClusterStatus sample_status(size_t actors) {
   s.nodes = {alive, draining, dead};
   PoolStatus p{"<script>alert(1)</script>", "Explorer", "spot", 4, 3, 1234, 5,
                {{1, 34}, {0, 1200}}};
+  p.waiting_for = "1 member(s) wait: none of 3 node(s) fits (1 without <Explorer> loaded)";
+  p.aging_ms = 2000;
   p.answered = Latency{{0, 0, 0, 0, 0, 0, 10, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, 0.07, 10};
   s.pools = {p};
   for (size_t i = 1; i <= actors; ++i)
@@ -43,7 +45,8 @@ TEST(Dashboard, ShowsEveryPartOfTheStatus) {
        {"<td>node-a</td>", "<td>node-b</td>", "<td>node-c</td>", "<b>1</b>nodes alive",
         "<b>1</b>draining", "<b>1</b>dead", "<b>1,234</b>calls waiting", "<b>42</b>calls held",
         "7 / 12", "3 / 4", "1: 34  0: 1,200", "sp1</td>", "bad_frames_not_msgpack",
-        "<td class=\"n\">99</td>", "http-equiv=\"refresh\"", "<td>7.5 ms / "}) {
+        "<td class=\"n\">99</td>", "http-equiv=\"refresh\"", "<td>7.5 ms / ",
+        "1 member(s) wait: none of 3 node(s) fits (1 without &lt;Explorer&gt; loaded)"}) {
     EXPECT_NE(page.find(want), std::string::npos) << want;
   }
   EXPECT_EQ(page.find("The first"), std::string::npos) << "three actors are all listed";
@@ -69,6 +72,9 @@ TEST(StatusJson, CarriesTheStatusAndSurvivesBadBytesInNames) {
   EXPECT_EQ(j["nodes"][1]["state"], "draining");
   EXPECT_EQ(j["pools"][0]["queued"], 1234);
   EXPECT_EQ(j["pools"][0]["queued_by_priority"][0][1], 34);
+  EXPECT_EQ(j["pools"][0]["aging_ms"], 2000);
+  EXPECT_NE(j["pools"][0]["waiting_for"].get<std::string>().find("none of 3 node(s) fits"),
+            std::string::npos);
   EXPECT_EQ(j["actors"].size(), 2u);
   EXPECT_EQ(j["groups"][0]["epoch"], 77);
   EXPECT_EQ(j["counters"]["calls"], 99);
