@@ -26,15 +26,20 @@ constexpr auto kAcceptDelay = std::chrono::milliseconds(5);
 constexpr size_t kMaxUnannounced = 16384;
 constexpr auto kHandshakeCheck = std::chrono::milliseconds(100);
 
+// Wall-clock ms since the epoch: deadlines and accept times survive restarts.
+int64_t wall_now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 bool valid_market(const std::string& m, bool allow_any) {
   return m == "reserved" || m == "spot" || (allow_any && m == "any");
 }
 }  // namespace
 
 Head::Head(HeadOptions options) : opt_(std::move(options)) {
-  started_ms_ = wall_ms_ = std::chrono::duration_cast<std::chrono::milliseconds>(
-                               std::chrono::system_clock::now().time_since_epoch())
-                               .count();
+  started_ms_ = wall_ms_ = wall_now_ms();
   store_ = store::open_sqlite(opt_.store_path, opt_.durability);
   store::Loaded loaded = store_->open();
   boot_ = loaded.boot;
@@ -130,9 +135,7 @@ void Head::turn() {
   const auto previous = now_;
   now_ = transport::Clock::now();
   forgive_absence(previous);
-  wall_ms_ = std::chrono::duration_cast<std::chrono::milliseconds>(
-                 std::chrono::system_clock::now().time_since_epoch())
-                 .count();
+  wall_ms_ = wall_now_ms();
   size_t bytes = 0;
   for (int n = 0; n < kMaxFramesPerTurn && bytes < kMaxBytesPerTurn; ++n) {
     auto m = transport::try_recv_routed(router_);
@@ -1443,7 +1446,7 @@ ClusterStatus Head::status() const {
     auto u = state_.unplaced.find(name);
     if (u != state_.unplaced.end() && !u->second.empty()) {
       s.pools.back().waiting_for = ++explained <= kExplainedPools
-                                       ? why_waiting(name, p)
+                                       ? why_waiting(name, p.rec, u->second)
                                        : std::to_string(u->second.size()) +
                                              " member(s) wait (reasons are given for the first " +
                                              std::to_string(kExplainedPools) + " waiting pools)";

@@ -187,9 +187,10 @@ class Head {
   enum class Unfit { kGone, kDraining, kMarket, kPinned, kType, kSlots, kPerNode, kFits };
   Unfit fit(const Node& n, const std::string& pool_name, const store::PoolRecord& p, bool count,
             int& members) const;
-  // For status: why the pool's unplaced members wait, "" when none does.
+  // For status: why the pool's unplaced members (`waiting`, not empty) wait.
   static constexpr size_t kExplainedPools = 256;
-  std::string why_waiting(const std::string& pool_name, const Pool& pool) const;
+  std::string why_waiting(const std::string& pool_name, const store::PoolRecord& p,
+                          const std::set<uint64_t>& waiting) const;
   void dispatch();
   // Leases the front task of `pool` to `actor` (with `group`, to every member
   // of that SP group, `actor` being its rank 0); the task, or nullptr if

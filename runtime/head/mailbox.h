@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <iterator>
 #include <map>
 #include <utility>
 #include <vector>
@@ -46,17 +47,17 @@ class Mailbox {
   template <class AcceptedMs>
   uint64_t pop_front(int64_t aging_ms, AcceptedMs accepted_ms) {
     auto best = first_nonempty();
-    if (aging_ms > 0) {
-      int64_t best_key = 0;
-      bool first = true;
-      for (auto it = best; it != levels_.end(); ++it) {
-        if (it->second.empty()) continue;
-        const int64_t key = accepted_ms(it->second.front()) - int64_t{it->first} * aging_ms;
-        if (first || key < best_key) {
-          best = it;
-          best_key = key;
-          first = false;
-        }
+    if (aging_ms == 0) return take_front(best);
+    auto key = [&](Levels::iterator it) {
+      return accepted_ms(it->second.front()) - int64_t{it->first} * aging_ms;
+    };
+    int64_t best_key = key(best);
+    for (auto it = std::next(best); it != levels_.end(); ++it) {
+      if (it->second.empty()) continue;  // the kept level 0
+      const int64_t k = key(it);
+      if (k < best_key) {  // strictly: a tie stays with the higher priority
+        best = it;
+        best_key = k;
       }
     }
     return take_front(best);

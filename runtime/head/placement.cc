@@ -79,17 +79,15 @@ Node* Head::pick_node(const std::string& pool_name, const store::PoolRecord& p) 
   return best;
 }
 
-std::string Head::why_waiting(const std::string& pool_name, const Pool& pool) const {
-  auto u = state_.unplaced.find(pool_name);
-  if (u == state_.unplaced.end() || u->second.empty()) return "";
-  const store::PoolRecord& p = pool.rec;
+std::string Head::why_waiting(const std::string& pool_name, const store::PoolRecord& p,
+                              const std::set<uint64_t>& waiting) const {
   size_t held_for_restart = 0;
-  for (uint64_t id : u->second) {
+  for (uint64_t id : waiting) {
     auto a = state_.actors.find(id);
     held_for_restart += !grace_over_ && a != state_.actors.end() && a->second.rec.incarnation > 0;
   }
-  const std::string members = std::to_string(u->second.size()) + " member(s) wait";
-  if (held_for_restart == u->second.size()) {
+  const std::string members = std::to_string(waiting.size()) + " member(s) wait";
+  if (held_for_restart == waiting.size()) {
     return members + " for the nodes they ran on before the head restarted (grace period)";
   }
   if (!p.node.empty()) {
