@@ -404,7 +404,7 @@ void Client::on_frame(zmq::message_t& m) {
     }
     case MsgType::kPoolCreated: {
       auto p = env.body<wire::PoolCreated>();
-      resolve_control(p.ok, p.ok ? "" : p.error);
+      resolve_control(p.ok, p.ok ? p.kept : p.error);
       break;
     }
     case MsgType::kStatus:
@@ -576,7 +576,8 @@ void use_cluster_key(const std::string& key) {
   transport::set_process_key(transport::ClusterKey::parse(key));
 }
 
-void Runtime::create_pool(const std::string& name, const std::string& type, const Placement& where) {
+std::string Runtime::create_pool(const std::string& name, const std::string& type,
+                                 const Placement& where) {
   wire::CreatePool c{name,
                      type,
                      where.market,
@@ -588,8 +589,14 @@ void Runtime::create_pool(const std::string& name, const std::string& type, cons
                      where.node,
                      where.aging.count(),
                      where.max_per_node,
-                     where.prefer};
-  client_->request(wire::MsgType::kCreatePool, pack(c), std::chrono::seconds(30));
+                     where.prefer,
+                     where.beside,
+                     where.away_from,
+                     where.preempt};
+  std::string kept =
+      client_->request(wire::MsgType::kCreatePool, pack(c), std::chrono::seconds(30));
+  if (!kept.empty()) spdlog::warn("pool {} exists and keeps its own {}", name, kept);
+  return kept;
 }
 
 void Runtime::remove_pool(const std::string& name) {

@@ -53,6 +53,7 @@ std::string status_json(const ClusterStatus& s) {
                           {"queued_by_priority", p.by_priority},
                           {"aging_ms", p.aging_ms},
                           {"waiting_for", p.waiting_for},
+                          {"placement", p.placement},
                           {"waited", latency_json(p.waited)},
                           {"ran", latency_json(p.ran)},
                           {"answered", latency_json(p.answered)}});

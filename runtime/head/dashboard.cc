@@ -142,6 +142,9 @@ std::string dashboard_html(const ClusterStatus& s) {
   }
   o << "</table>";
   for (const auto& p : s.pools) {
+    if (!p.placement.empty())
+      o << "<p class=\"sub\">" << html_escape(p.name) << " is placed: " << html_escape(p.placement)
+        << "</p>";
     if (!p.waiting_for.empty())
       o << "<p class=\"sub\">" << html_escape(p.name) << ": " << html_escape(p.waiting_for)
         << "</p>";

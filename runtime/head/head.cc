@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <type_traits>
 
 #include "spotlight/errors.h"
 #include "transport/spin.h"
@@ -35,6 +36,39 @@ int64_t wall_now_ms() {
 
 bool valid_market(const std::string& m, bool allow_any) {
   return m == "reserved" || m == "spot" || (allow_any && m == "any");
+}
+
+// What an existing pool keeps of the options a second create asks to change,
+// as "members 4 (asked 8), prefetch 1 (asked 16)"; empty when they agree.
+std::string kept_options(const store::PoolRecord& have, const wire::CreatePool& ask) {
+  std::string out;
+  auto differ = [&](const char* what, const auto& kept, const auto& asked) {
+    if (kept == asked) return;
+    auto text = [](const auto& v) {
+      if constexpr (std::is_same_v<std::decay_t<decltype(v)>, bool>) {
+        return std::string(v ? "yes" : "no");
+      } else if constexpr (std::is_arithmetic_v<std::decay_t<decltype(v)>>) {
+        return std::to_string(v);
+      } else {
+        return v.empty() ? std::string("none") : "'" + v + "'";
+      }
+    };
+    out += (out.empty() ? "" : ", ") + std::string(what) + " " + text(kept) + " (asked " +
+           text(asked) + ")";
+  };
+  differ("market", have.market, ask.market);
+  differ("members", have.size, ask.size);
+  differ("slots per member", have.slots_per_actor, ask.slots_per_actor);
+  differ("prefetch", have.prefetch, ask.prefetch);
+  differ("strategy", have.strategy, ask.strategy);
+  differ("node", have.node, ask.node);
+  differ("aging ms", have.aging_ms, ask.aging_ms);
+  differ("max per node", have.max_per_node, ask.max_per_node);
+  differ("preferred node", have.prefer, ask.prefer);
+  differ("beside pool", have.beside, ask.beside);
+  differ("away from pool", have.away_from, ask.away_from);
+  differ("preemptive", have.preempt, ask.preempt);
+  return out;
 }
 }  // namespace
 
@@ -461,6 +495,18 @@ void Head::on_create_pool(const std::string& peer, const wire::CreatePool& c, ui
   if (!c.node.empty() && !c.prefer.empty() && c.prefer != c.node) {
     return fail("a pool pinned to node " + c.node + " cannot prefer node " + c.prefer);
   }
+  if (c.beside == c.name || c.away_from == c.name) {
+    return fail(
+        "a pool cannot be beside or away from itself (its members: pack, or "
+        "at most 1 per node)");
+  }
+  if (!c.beside.empty() && c.beside == c.away_from) {
+    return fail("a pool cannot be both beside and away from pool " + c.beside);
+  }
+  if (c.preempt && c.sp_degree > 1) {
+    return fail("preemption by priority is not for pools with SP groups (degree " +
+                std::to_string(c.sp_degree) + ")");
+  }
   if (c.strategy != "spread" && c.strategy != "pack") {
     return fail("a placement strategy is spread or pack, not '" + c.strategy + "'");
   }
@@ -476,10 +522,14 @@ void Head::on_create_pool(const std::string& peer, const wire::CreatePool& c, ui
     if (it->second.rec.sp_degree != c.sp_degree) {
       return fail("'" + c.name + "' already exists with SP degree " + std::to_string(it->second.rec.sp_degree));
     }
+    // Kept, not refused: a second driver that attaches with the defaults
+    // (Ray's get_if_exists) must not fail; it is told what it did not get.
+    reply.kept = kept_options(it->second.rec, c);
+    if (!reply.kept.empty()) count("pools_kept_options");
   } else {
-    store::PoolRecord rec{c.name,         c.type,      c.market,   c.size, c.slots_per_actor,
-                          c.prefetch,     c.sp_degree, c.strategy, c.node, c.aging_ms,
-                          c.max_per_node, c.prefer};
+    store::PoolRecord rec{c.name,         c.type,      c.market,   c.size,      c.slots_per_actor,
+                          c.prefetch,     c.sp_degree, c.strategy, c.node,      c.aging_ms,
+                          c.max_per_node, c.prefer,    c.beside,   c.away_from, c.preempt};
     record(EventKind::kPool, rec);
     state_.apply_pool(rec);
     for (int i = 0; i < c.size; ++i) {
@@ -873,6 +923,7 @@ void Head::on_done(Node& n, wire::Done& d) {
       }
     }
     if (handed) {
+      if (c.error_type == wire::kYieldedToPriority) count("tasks_yielded_to_priority");
       handed_back.push_back(&t);
       continue;
     }
@@ -1197,10 +1248,10 @@ Task* Head::lease(Pool& pool, Actor& a, Node& n, const SpGroupState* group) {
     // SP members get no deadline of their own: a group starts together.
     const int64_t within =
         t.deadline_ms == 0 || g.size > 0 ? 0 : std::max<int64_t>(1, t.deadline_ms - wall_ms_);
-    box.tasks.tasks.push_back(wire::Task{id, actor, e.epoch, t.method, t.args, t.attempts,
-                                         t.has_checkpoint, t.checkpoint, std::move(g), within,
-                                         t.priority, pool.rec.aging_ms,
-                                         std::max<int64_t>(0, wall_ms_ - accepted_ms(t))});
+    box.tasks.tasks.push_back(
+        wire::Task{id, actor, e.epoch, t.method, t.args, t.attempts, t.has_checkpoint, t.checkpoint,
+                   std::move(g), within, t.priority, pool.rec.aging_ms,
+                   std::max<int64_t>(0, wall_ms_ - accepted_ms(t)), pool.rec.preempt});
     box.batch_bytes += t.args.data.size() + t.method.size() + 32;
     if (box.batch_bytes > kBatchBytes) {
       box.frames.push_back(wire::encode(box.tasks));
@@ -1247,6 +1298,7 @@ void Head::dispatch() {
       pool.cursor = (pool.cursor + 1) % std::max<size_t>(n, 1);
       if (!leased_any) break;
     }
+    if (pool.rec.preempt && !pool.queue.empty()) preempt_for(pool);
   }
 }
 
@@ -1442,7 +1494,7 @@ ClusterStatus Head::status() const {
     s.pools.push_back(PoolStatus{name, p.rec.type, p.rec.market, p.rec.size, placed, p.queue.size(),
                                  p.leased, p.queue.depths(), p.latency.waited.status(),
                                  p.latency.ran.status(), p.latency.answered.status(),
-                                 p.rec.aging_ms, ""});
+                                 p.rec.aging_ms, "", placement_rules(p.rec)});
     auto u = state_.unplaced.find(name);
     if (u != state_.unplaced.end() && !u->second.empty()) {
       s.pools.back().waiting_for = ++explained <= kExplainedPools

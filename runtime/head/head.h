@@ -179,19 +179,43 @@ class Head {
   static constexpr uint32_t kMaxTaskList = 100000;
 
   void place();
+  // One pass over the pools with unplaced members: `placed` when it placed
+  // one, `follows` when a pool placed beside another found no node.
+  void place_pass(bool& placed, bool& follows);
   // The node a member of pool `p` goes to now (Placement::strategy, node), or nullptr.
   Node* pick_node(const std::string& pool_name, const store::PoolRecord& p);
   // Why node `n` cannot take a member of pool `p` now, the first reason in
   // this order; `members` gets the pool's members there when `count` or a
-  // limit per node needs them (placement.cc).
-  enum class Unfit { kGone, kDraining, kMarket, kPinned, kType, kSlots, kPerNode, kFits };
+  // rule that looks at the node's actors needs them (placement.cc).
+  enum class Unfit {
+    kGone,
+    kDraining,
+    kMarket,
+    kPinned,
+    kType,
+    kSlots,
+    kPerNode,
+    kAway,    // hosts a pool it must not share a node with (Placement::away_from)
+    kBeside,  // hosts no member of Placement::beside
+    kFits
+  };
   Unfit fit(const Node& n, const std::string& pool_name, const store::PoolRecord& p, bool count,
             int& members) const;
+  // For status: a pool's rules beyond its market and the default spread.
+  static std::string placement_rules(const store::PoolRecord& p);
   // For status: why the pool's unplaced members (`waiting`, not empty) wait.
   static constexpr size_t kExplainedPools = 256;
   std::string why_waiting(const std::string& pool_name, const store::PoolRecord& p,
                           const std::set<uint64_t>& waiting) const;
   void dispatch();
+  // Placement::preempt (priority_preemption.cc): while calls wait and every
+  // member is busy, leases each waiting call, most urgent first, to a member
+  // that runs a less urgent one (beyond its credit: the node asks that one
+  // to yield). Looks at most every kPreemptCheck per pool.
+  void preempt_for(Pool& pool);
+  static constexpr auto kPreemptCheck = std::chrono::milliseconds(10);
+  // A call's place in its mailbox's order: lower leaves first.
+  int64_t urgency(const Task& t, int64_t aging_ms) const;
   // Leases the front task of `pool` to `actor` (with `group`, to every member
   // of that SP group, `actor` being its rank 0); the task, or nullptr if
   // none was leased.

@@ -46,21 +46,14 @@ class Mailbox {
   // 30 days, so that priority × aging fits 63 bits.
   template <class AcceptedMs>
   uint64_t pop_front(int64_t aging_ms, AcceptedMs accepted_ms) {
-    auto best = first_nonempty();
-    if (aging_ms == 0) return take_front(best);
-    auto key = [&](Levels::iterator it) {
-      return accepted_ms(it->second.front()) - int64_t{it->first} * aging_ms;
-    };
-    int64_t best_key = key(best);
-    for (auto it = std::next(best); it != levels_.end(); ++it) {
-      if (it->second.empty()) continue;  // the kept level 0
-      const int64_t k = key(it);
-      if (k < best_key) {  // strictly: a tie stays with the higher priority
-        best = it;
-        best_key = k;
-      }
-    }
-    return take_front(best);
+    return take_front(next_level(aging_ms, accepted_ms));
+  }
+  // The call pop_front(aging_ms, accepted_ms) would take, and its priority,
+  // left in place. Requires !empty().
+  template <class AcceptedMs>
+  std::pair<uint64_t, int32_t> front(int64_t aging_ms, AcceptedMs accepted_ms) {
+    auto it = next_level(aging_ms, accepted_ms);
+    return {it->second.front(), it->first};
   }
   // Removes the ids for which `drop(id)` is true.
   template <class Pred>
@@ -98,6 +91,24 @@ class Mailbox {
     --size_;
     if (it->second.empty() && it->first != 0) levels_.erase(it);
     return id;
+  }
+  template <class AcceptedMs>
+  Levels::iterator next_level(int64_t aging_ms, AcceptedMs& accepted_ms) {
+    auto best = first_nonempty();
+    if (aging_ms == 0) return best;
+    auto key = [&](Levels::iterator it) {
+      return accepted_ms(it->second.front()) - int64_t{it->first} * aging_ms;
+    };
+    int64_t best_key = key(best);
+    for (auto it = std::next(best); it != levels_.end(); ++it) {
+      if (it->second.empty()) continue;  // the kept level 0
+      const int64_t k = key(it);
+      if (k < best_key) {  // strictly: a tie stays with the higher priority
+        best = it;
+        best_key = k;
+      }
+    }
+    return best;
   }
   Levels::iterator first_nonempty() {
     auto it = levels_.begin();

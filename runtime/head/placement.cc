@@ -1,6 +1,7 @@
 // Placing actors on nodes: which node takes a pool's waiting member
 // (Placement: market, slots, type, strategy, a pinned or preferred node, a
-// limit per node), and, for `spotlight status`, why members still wait.
+// limit per node, pools to be beside or away from), and, for `spotlight
+// status`, why members still wait.
 #include <spdlog/spdlog.h>
 
 #include "head/head.h"
@@ -8,6 +9,18 @@
 namespace spotlight::head {
 
 void Head::place() {
+  // A pool placed beside another may find its neighbour only once that one
+  // is placed, later in the same pass: then one more pass, as long as each
+  // places something (chains of `beside` take one pass per link).
+  bool placed = true;
+  bool follows = true;
+  while (placed && follows) {
+    placed = follows = false;
+    place_pass(placed, follows);
+  }
+}
+
+void Head::place_pass(bool& placed, bool& follows) {
   for (auto pit = state_.unplaced.begin(); pit != state_.unplaced.end();) {
     const std::string& name = pit->first;
     std::set<uint64_t>& pending = pit->second;
@@ -17,7 +30,11 @@ void Head::place() {
       Actor& a = state_.actors[*it++];
       if (!grace_over_ && a.rec.incarnation > 0) continue;  // its node may still come back
       Node* best = pick_node(name, pool.rec);
-      if (!best) break;  // no node takes this pool's members now: nor its next one
+      if (!best) {  // no node takes this pool's members now: nor its next one
+        follows = follows || !pool.rec.beside.empty();
+        break;
+      }
+      placed = true;
       store::ActorRecord rec = a.rec;
       rec.incarnation += 1;
       record(EventKind::kActor, rec);
@@ -45,14 +62,29 @@ Head::Unfit Head::fit(const Node& n, const std::string& pool_name, const store::
   if (!p.node.empty() && n.id != p.node) return Unfit::kPinned;
   if (!n.types.count(p.type)) return Unfit::kType;
   if (n.slots - n.used < p.slots_per_actor) return Unfit::kSlots;
-  // The pool's members there, counted only where a rule asks.
-  if (count || p.max_per_node > 0) {
+  // The node's actors, visited only where a rule asks: the pool's members
+  // there, a member of the pool to be beside, one of a pool to keep away from.
+  auto shunned = state_.shunned_by.find(pool_name);
+  const bool shunning = !p.away_from.empty() || shunned != state_.shunned_by.end();
+  bool neighbour = p.beside.empty();
+  bool clash = false;
+  if (count || p.max_per_node > 0 || !neighbour || shunning) {
     for (uint64_t id : n.actors) {
       auto a = state_.actors.find(id);
-      members += a != state_.actors.end() && a->second.rec.pool == pool_name;
+      if (a == state_.actors.end()) continue;
+      const std::string& q = a->second.rec.pool;
+      if (q == pool_name) {
+        ++members;
+        continue;
+      }
+      neighbour = neighbour || q == p.beside;
+      clash = clash || (shunning && (q == p.away_from || (shunned != state_.shunned_by.end() &&
+                                                          shunned->second.count(q))));
     }
   }
   if (p.max_per_node > 0 && members >= p.max_per_node) return Unfit::kPerNode;  // anti-affinity
+  if (clash) return Unfit::kAway;
+  if (!neighbour) return Unfit::kBeside;
   return Unfit::kFits;
 }
 
@@ -79,6 +111,22 @@ Node* Head::pick_node(const std::string& pool_name, const store::PoolRecord& p) 
   return best;
 }
 
+std::string Head::placement_rules(const store::PoolRecord& p) {
+  std::vector<std::string> rules;
+  if (p.strategy != "spread") rules.push_back(p.strategy);
+  if (p.slots_per_actor != 1) rules.push_back(std::to_string(p.slots_per_actor) + " slots each");
+  if (!p.node.empty()) rules.push_back("on node " + p.node);
+  if (!p.prefer.empty()) rules.push_back("prefers node " + p.prefer);
+  if (p.max_per_node > 0)
+    rules.push_back("at most " + std::to_string(p.max_per_node) + " per node");
+  if (!p.beside.empty()) rules.push_back("beside pool " + p.beside);
+  if (!p.away_from.empty()) rules.push_back("away from pool " + p.away_from);
+  if (p.preempt) rules.push_back("preemptive");
+  std::string out;
+  for (const auto& r : rules) out += (out.empty() ? "" : ", ") + r;
+  return out;
+}
+
 std::string Head::why_waiting(const std::string& pool_name, const store::PoolRecord& p,
                               const std::set<uint64_t>& waiting) const {
   size_t held_for_restart = 0;
@@ -96,6 +144,10 @@ std::string Head::why_waiting(const std::string& pool_name, const store::PoolRec
       return members + " for node " + p.node +
              ", which the pool is pinned to and which is not here";
     }
+  }
+  if (!p.beside.empty() && !state_.pools.count(p.beside)) {
+    return members + " for pool " + p.beside +
+           ", which they are to be beside and which does not exist";
   }
   // Each node's first reason, in the order fit() asks.
   std::map<Unfit, size_t> by_reason;
@@ -124,6 +176,10 @@ std::string Head::why_waiting(const std::string& pool_name, const store::PoolRec
         return "fewer than " + std::to_string(p.slots_per_actor) + " free slot(s)";
       case Unfit::kPerNode:
         return "holding " + std::to_string(p.max_per_node) + " member(s), the most per node";
+      case Unfit::kAway:
+        return "hosting a member of a pool it must not share a node with (away from)";
+      case Unfit::kBeside:
+        return "without a member of pool " + p.beside + " (beside)";
       default:
         return "";
     }

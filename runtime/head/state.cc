@@ -25,12 +25,17 @@ void State::apply_client(const ClientRecord& c) {
 void State::apply_pool(const PoolRecord& p) {
   pools[p.name].rec = p;
   if (p.sp_degree > 1) sp_pools.insert(p.name);
+  if (!p.away_from.empty()) shunned_by[p.away_from].insert(p.name);
   dirty_pools.insert(p.name);
 }
 
 void State::apply_remove_pool(const std::string& name) {
   auto it = pools.find(name);
   if (it == pools.end()) return;
+  if (auto sh = shunned_by.find(it->second.rec.away_from); sh != shunned_by.end()) {
+    sh->second.erase(name);
+    if (sh->second.empty()) shunned_by.erase(sh);
+  }
   for (uint64_t a : it->second.members) {
     actors.erase(a);
     dirty_actors.erase(a);

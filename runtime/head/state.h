@@ -144,6 +144,9 @@ struct Pool {
   uint64_t leased = 0;
   size_t cursor = 0;  // round-robin position over members
   PoolLatency latency;  // not durable
+  // Placement::preempt: when the head may next look for running calls of
+  // lower priority to ask to yield (at most every kPreemptCheck).
+  transport::Clock::time_point next_preempt_check{};
 };
 
 struct Actor {
@@ -215,6 +218,11 @@ class State {
   std::map<std::string, std::set<uint64_t>> unplaced;
   std::set<std::string> waiting;
   std::set<std::string> sp_pools;
+  // The pools that keep away from each pool (Placement::away_from, under the
+  // name they give): a member of pool X also avoids the nodes of every pool
+  // in shunned_by[X], so the rule holds whichever of two pools is placed
+  // first. Kept by apply_pool and apply_remove_pool.
+  std::map<std::string, std::set<std::string>> shunned_by;
   // The leased tasks of each node (Task::node): what a node's hello, its
   // death and the end of a restart's grace period look at, without a walk
   // over every task the head holds. Kept by apply_accept, apply_lease,

@@ -86,15 +86,16 @@ namespace {
 class RunningTask final : public detail::TaskHost {
  public:
   RunningTask(const wire::Task& t, Outgoing& out, const TaskServices& services,
-              const std::atomic<bool>& cancelled)
-      : t_(t), out_(out), services_(services), cancelled_(cancelled) {}
+              const std::atomic<bool>& cancelled, const std::atomic<bool>& outranked)
+      : t_(t), out_(out), services_(services), cancelled_(cancelled), outranked_(outranked) {}
   void commit(std::string state) override {
     // In an SP group every member runs the same steps; rank 0 speaks for them.
     if (t_.group.size > 0 && t_.group.rank != 0) return;
     out_.commit(wire::Commit{t_.id, t_.actor_id, t_.epoch, Blob{std::move(state)}});
   }
   bool should_yield() const override {
-    return services_.draining.load(std::memory_order_relaxed) || cancelled();
+    return services_.draining.load(std::memory_order_relaxed) || cancelled() ||
+           outranked_.load(std::memory_order_relaxed);
   }
   bool cancelled() const override { return cancelled_.load(std::memory_order_relaxed); }
   uint64_t actor_id() const override { return t_.actor_id; }
@@ -108,6 +109,7 @@ class RunningTask final : public detail::TaskHost {
   Outgoing& out_;
   const TaskServices& services_;
   const std::atomic<bool>& cancelled_;
+  const std::atomic<bool>& outranked_;
 };
 }  // namespace
 
@@ -187,6 +189,12 @@ void ActorHost::push(wire::Task t) {
   }
   {
     std::lock_guard<std::mutex> l(mu_);
+    // Placement::preempt: a call that runs before the running one asks it to
+    // yield (it goes back to its mailbox and resumes from its last commit).
+    if (t.preemptive && busy_ &&
+        (t.aging_ms > 0 ? t.run_key < running_key_ : t.priority > running_priority_)) {
+      outranked_.store(true, std::memory_order_relaxed);
+    }
     // Behind every task that runs before it or ties with it: the head leased
     // them in that order, but a call of higher priority can arrive after
     // others were leased ahead (Placement::prefetch) and must not wait
@@ -218,7 +226,7 @@ wire::Completion ActorHost::run(wire::Task& t) {
     return failure(t, ErrorKind::kRejected, "rejected",
                    type_.name + " has no method '" + t.method + "'");
   }
-  RunningTask host(t, out_, services_, cancelled_);
+  RunningTask host(t, out_, services_, cancelled_, outranked_);
   TaskContext ctx(host, t.id, t.attempt, t.resumed ? &t.resume.data : nullptr);
   // Handles among the arguments call through this task's runtime.
   struct Running {
@@ -234,6 +242,10 @@ wire::Completion ActorHost::run(wire::Task& t) {
     }
     return c;
   } catch (const TaskYielded&) {
+    if (outranked_.load(std::memory_order_relaxed) && !services_.draining.load()) {
+      return failure(t, ErrorKind::kPreempted, wire::kYieldedToPriority,
+                     "yielded: a call of higher priority came for this actor");
+    }
     return failure(t, ErrorKind::kPreempted, "preempted", "yielded: the node is draining");
   } catch (const BadArguments& e) {
     return failure(t, ErrorKind::kRejected, "rejected", e.what());
@@ -280,7 +292,10 @@ void ActorHost::loop() {
     queue_.pop_front();
     busy_ = true;
     running_id_ = t.id;
+    running_priority_ = t.priority;
+    running_key_ = t.run_key;
     cancelled_.store(false, std::memory_order_relaxed);
+    outranked_.store(false, std::memory_order_relaxed);
     l.unlock();
     wire::Completion c = run(t);
     l.lock();

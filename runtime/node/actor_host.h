@@ -108,6 +108,11 @@ class ActorHost {
   uint64_t running_id_ = 0;
   // The running task was cancelled; cleared (under mu_) when the next starts.
   std::atomic<bool> cancelled_{false};
+  // A call that runs before it came (Placement::preempt): the running task
+  // should yield; cleared, like cancelled_, when the next starts.
+  std::atomic<bool> outranked_{false};
+  int32_t running_priority_ = 0;  // the running task's priority and run_key (under mu_)
+  int64_t running_key_ = 0;
   std::optional<std::string> restore_;
   std::shared_ptr<void> instance_;
   std::mutex mu_;

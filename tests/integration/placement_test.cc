@@ -2,7 +2,8 @@
 // members where the most slots are free, "pack" puts them beside the pool's
 // other members, and a pool pinned to a node waits for slots there rather
 // than going elsewhere; the choice survives a head restart. Then the limit
-// of members per node and the preferred node.
+// of members per node, the preferred node, and pools beside or away from
+// other pools.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -127,6 +128,76 @@ TEST(Placement, AtMostPerNodeAndAPreferredNode) {
   EXPECT_EQ(d.count(""), 0u);
 }
 
+// Placement::beside (affinity between pools): members go only where the
+// other pool has members, and wait, saying why, while it has none; and
+// Placement::away_from (anti-affinity between pools), which holds whichever
+// pool comes first and across a head restart.
+TEST(Placement, BesideAndAwayFromAnotherPool) {
+  LocalCluster cluster(cluster_options(3, 4));
+  auto rt = cluster.connect();
+  // Before the pool it is to be beside exists: it waits, and says so.
+  auto reward = rt.pool<Worker>("reward", on_market("any").members(4).beside_pool("rollouts"));
+  auto r0 = members_by_node(cluster.address(), "reward", 0);
+  EXPECT_EQ(r0[""], 4);
+  const std::string missing = testing::find_pool(rt.status(), "reward")->waiting_for;
+  EXPECT_NE(missing.find("for pool rollouts, which they are to be beside and which does not exist"),
+            std::string::npos)
+      << missing;
+  EXPECT_EQ(testing::find_pool(rt.status(), "reward")->placement, "beside pool rollouts");
+
+  // Two rollouts on two of the three nodes: the four reward members follow
+  // them there, in the same turn (the head visits "reward" first, finds no
+  // node, places the rollouts, and looks again); spread alone would have
+  // put some on the third node.
+  rt.pool<Worker>("rollouts", on_market("any").members(2).at_most_per_node(1));
+  auto e = members_by_node(cluster.address(), "rollouts", 2);
+  auto r = members_by_node(cluster.address(), "reward", 4);
+  ASSERT_EQ(e.size(), 2u);
+  ASSERT_EQ(r.size(), 2u);
+  for (const auto& [node, n] : r) EXPECT_EQ(e.count(node), 1u) << node << " hosts no rollout";
+  EXPECT_EQ(reward.call(&Worker::twice, int64_t{21}).get(std::chrono::seconds(60)), 42);
+
+  // A pool away from the rollouts takes the third node, the only one
+  // without them.
+  std::string third;
+  for (const auto& n : rt.status().nodes) {
+    if (!e.count(n.id)) third = n.id;
+  }
+  ASSERT_FALSE(third.empty());
+  rt.pool<Worker>("trainer", on_market("any").members(2).away_from_pool("rollouts"));
+  auto t = members_by_node(cluster.address(), "trainer", 2);
+  EXPECT_EQ(t[third], 2);
+
+  // The other way round, across a restart: "guard" keeps away from "late",
+  // which does not exist yet; "late", pinned to guard's node, waits there.
+  rt.pool<Worker>("guard", on_market("any").on_node(third).away_from_pool("late"));
+  members_by_node(cluster.address(), "guard", 1);
+  cluster.kill_head(SIGKILL);
+  cluster.start_head();
+  members_by_node(cluster.address(), "guard", 1);  // its node said hello again
+  rt.pool<Worker>("late", on_market("any").on_node(third));
+  auto l = members_by_node(cluster.address(), "late", 0);
+  EXPECT_EQ(l[""], 1);
+  const std::string clash = testing::find_pool(rt.status(), "late")->waiting_for;
+  EXPECT_NE(clash.find("1 hosting a member of a pool it must not share a node with"),
+            std::string::npos)
+      << clash;
+  // Once the guard is gone, nothing keeps "late" off its node.
+  rt.remove_pool("guard");
+  auto l2 = members_by_node(cluster.address(), "late", 1);
+  EXPECT_EQ(l2[third], 1);
+
+  // Creating a pool that exists keeps its options, and says which.
+  const std::string type = testing::find_pool(rt.status(), "reward")->type;
+  EXPECT_EQ(rt.create_pool("reward", type, on_market("any").members(4).beside_pool("rollouts")),
+            "");
+  EXPECT_EQ(
+      rt.create_pool("reward", type, on_market("spot").members(8)),
+      "market 'any' (asked 'spot'), members 4 (asked 8), beside pool 'rollouts' (asked none)");
+  EXPECT_EQ(testing::counter(rt.status(), "pools_kept_options"), 1u);
+  EXPECT_EQ(testing::find_pool(rt.status(), "reward")->size, 4);
+}
+
 // Every waiting pool says why, up to the first 256 in a status; the rest
 // say only how many members wait (each explanation visits every node).
 TEST(Placement, StatusExplainsTheFirstWaitingPools) {
@@ -164,9 +235,15 @@ TEST(Placement, ABadStrategyOrAgingIsRefused) {
   refused(on_market("any").members(3).at_most_per_node(2).on_node("node-a"),
           "could never place all its members");
   refused(on_market("any").on_node("node-a").prefer_node("node-b"), "cannot prefer node node-b");
+  refused(on_market("any").beside_pool("badly-placed"), "beside or away from itself");
+  refused(on_market("any").away_from_pool("badly-placed"), "beside or away from itself");
+  refused(on_market("any").beside_pool("other").away_from_pool("other"),
+          "both beside and away from pool other");
+  refused(on_market("any").members(2).sequence_parallel(2).preemptive(),
+          "preemption by priority is not for pools with SP groups");
   // The head goes on serving, and created none of them.
   const ClusterStatus s = rt.status();
-  EXPECT_EQ(testing::counter(s, "rejected_pools"), 6u);
+  EXPECT_EQ(testing::counter(s, "rejected_pools"), 10u);
   EXPECT_EQ(testing::find_pool(s, "badly-placed"), nullptr);
 }
 

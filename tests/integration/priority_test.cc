@@ -24,6 +24,8 @@ using testing::wait_for_status;
 using testing_actors::Gate;
 using testing_actors::gate_runs;
 using testing_actors::open_gate;
+using testing_actors::Stepper;
+using testing_actors::StepReport;
 using testing_actors::Worker;
 
 TEST(Priority, OrdersTheMailboxAcrossAHeadRestart) {
@@ -163,6 +165,65 @@ TEST(Priority, AgingHoldsForCallsLeasedAheadOnTheNode) {
   open_gate(dir.path());
   for (auto& f : calls) f.get(60s);
   EXPECT_EQ(gate_runs(dir.path()), (std::vector<int64_t>{0, 11, 1, 10}));
+}
+
+// Placement::preempt: a call of higher priority that finds every member busy
+// with calls of lower priority has one of them yield, which goes back to its
+// mailbox and resumes from its last commit (no attempt used); a member that
+// holds credit gets the call at once and yields to it likewise. Without the
+// option both long calls run through.
+TEST(Priority, APreemptivePoolHasRunningCallsYieldToHigherOnes) {
+  LocalCluster cluster(cluster_options(1, 2));
+  auto rt = cluster.connect();
+  // Each long call is 400 steps of 10 ms, committed after each step.
+  auto scenario = [&](const std::string& name, const Placement& where) {
+    auto pool = rt.pool<Stepper>(name, where);
+    std::vector<Future<StepReport>> slow;
+    for (int64_t key = 1; key <= where.size; ++key) {
+      slow.push_back(pool.call(&Stepper::run, key, int64_t{400}, int64_t{10}));
+    }
+    // Both run (each has committed a step): then the urgent call comes.
+    const auto deadline = std::chrono::steady_clock::now() + 30s;
+    size_t running = 0;
+    while (running < slow.size() && std::chrono::steady_clock::now() < deadline) {
+      running = 0;
+      for (const auto& t : rt.tasks({.mailbox = name, .state = "leased"}).tasks) {
+        running += t.has_checkpoint;
+      }
+      if (running < slow.size()) std::this_thread::sleep_for(10ms);  // polling the head
+    }
+    EXPECT_EQ(running, slow.size());
+    auto urgent = pool.with(CallOptions{.priority = 5})
+                      .call(&Stepper::run, int64_t{9}, int64_t{1}, int64_t{0});
+    EXPECT_EQ(urgent.get(60s).key, 9);
+    int resumed = 0;
+    for (auto& f : slow) {
+      const StepReport r = f.get(60s);
+      EXPECT_EQ(r.attempt, 1u) << "a yield uses no attempt";
+      if (r.resumed) {
+        EXPECT_GT(r.started_at, 0) << "resumed from its commit";
+        EXPECT_EQ(r.started_at + r.ran, 400);
+      }
+      resumed += r.resumed;
+    }
+    rt.remove_pool(name);
+    return resumed;
+  };
+  // Two members at prefetch 1, both busy: the head leases the urgent call to
+  // one beyond its credit.
+  EXPECT_EQ(scenario("explore", on_market("any").members(2).ahead(1).preemptive()), 1);
+  ClusterStatus s = rt.status();
+  EXPECT_EQ(testing::counter(s, "preemption_requests"), 1u);
+  EXPECT_EQ(testing::counter(s, "tasks_yielded_to_priority"), 1u);
+  // One member with credit to spare: the call is leased as usual, and the
+  // node has the running call yield to it.
+  EXPECT_EQ(scenario("explore-ahead", on_market("any").members(1).ahead(4).preemptive()), 1);
+  s = rt.status();
+  EXPECT_EQ(testing::counter(s, "preemption_requests"), 1u);
+  EXPECT_EQ(testing::counter(s, "tasks_yielded_to_priority"), 2u);
+  // Not preemptive: nothing yields.
+  EXPECT_EQ(scenario("patient", on_market("any").members(2).ahead(1)), 0);
+  EXPECT_EQ(testing::counter(rt.status(), "tasks_yielded_to_priority"), 2u);
 }
 
 }  // namespace

@@ -32,9 +32,10 @@ TEST(Codec, EveryMessageTypeRoundTrips) {
   round_trip(HelloClient{"client-abc", {1, 2}, "node-7"});
   round_trip(Welcome{7, 3, 250, 1000, 64u << 20, {4}});
   round_trip(Heartbeat{9, 41});
-  round_trip(
-      CreatePool{"squares", "Square", "any", 4, 2, 16, 2, "pack", "node-1", 30000, 1, "node-2"});
+  round_trip(CreatePool{"squares", "Square", "any", 4, 2, 16, 2, "pack", "node-1", 30000, 1,
+                        "node-2", "explorers", "trainer", true});
   round_trip(PoolCreated{"squares", false, "exists with another type"});
+  round_trip(PoolCreated{"squares", true, "", "members 4 (asked 8)"});
   round_trip(RemovePool{"squares"});
   round_trip(KvSet{"spotlight/sp/g/sp1/epoch/5/0", std::string("a\0b", 3)});
   round_trip(KvGet{"weights/version", 250});
@@ -72,7 +73,8 @@ TEST(Codec, EveryMessageTypeRoundTrips) {
                   250,
                   3,
                   1000,
-                  420}},
+                  420,
+                  true}},
             12});
   round_trip(Commits{{Commit{1, 5, 77, Blob{"step 4"}}}});
   round_trip(Drain{"node-1", 30000});
@@ -81,6 +83,7 @@ TEST(Codec, EveryMessageTypeRoundTrips) {
   st.boot = 3;
   st.nodes.push_back(NodeStatus{"n", "h", "spot", "alive", 2, 1, 99, 12, 4, -1, -1, -1, "10.0.0.2:4100"});
   st.pools.push_back(PoolStatus{"p", "T", "any", 2, 1, 10, 3, {{2, 4}, {0, 6}}});
+  st.pools.back().placement = "pack, beside pool q";
   st.actors.push_back(ActorStatus{1, "p", "n", "ready", 2, 3, 4});
   st.counters["calls"] = 10;
   st.groups.push_back(SpGroupStatus{"p", "p/sp1", (3ull << 32) + 1, {1, 2}, 7});

@@ -537,7 +537,7 @@ TEST(TaskRecordLayout, ARowWithoutTheAcceptTimeLoadsWithZero) {
 TEST(PoolRecordLayout, ARowWithoutAgingOrAffinityLoadsWithout) {
   store::PoolRecord p{"p", "T", "spot", 4, 1, 16, 2, "pack", "node-a", 5000, 1, "node-a"};
   const std::string bytes = pack(p);
-  const auto old = older_layout<store::PoolRecord>(bytes, 3);
+  const auto old = older_layout<store::PoolRecord>(bytes, 6);  // as a schema-8 head wrote it
   EXPECT_EQ(old.aging_ms, 0);
   EXPECT_EQ(old.max_per_node, 0);
   EXPECT_EQ(old.prefer, "");
@@ -548,10 +548,28 @@ TEST(PoolRecordLayout, ARowWithoutAgingOrAffinityLoadsWithout) {
   EXPECT_EQ(now.prefer, "node-a");
 }
 
+// Pools stored before Placement::beside, away_from and preempt load with
+// none of them.
+TEST(PoolRecordLayout, ARowWithoutPoolAffinityLoadsWithout) {
+  store::PoolRecord p{"p", "T", "spot", 4,        1,           16,        1,   "spread",
+                      "",  0,   1,      "node-a", "explorers", "trainer", true};
+  const std::string bytes = pack(p);
+  const auto old = older_layout<store::PoolRecord>(bytes, 3);  // as a schema-9 head wrote it
+  EXPECT_EQ(old.beside, "");
+  EXPECT_EQ(old.away_from, "");
+  EXPECT_FALSE(old.preempt);
+  EXPECT_EQ(old.prefer, "node-a");
+  EXPECT_EQ(old.max_per_node, 1);
+  const auto now = unpack<store::PoolRecord>(bytes);
+  EXPECT_EQ(now.beside, "explorers");
+  EXPECT_EQ(now.away_from, "trainer");
+  EXPECT_TRUE(now.preempt);
+}
+
 TEST(PoolRecordLayout, ARowWithoutThePlacementLoadsAsSpreadAnywhere) {
   store::PoolRecord p{"p", "T", "spot", 4, 1, 16, 2, "pack", "node-a"};
   const std::string bytes = pack(p);
-  const auto old = older_layout<store::PoolRecord>(bytes, 5);  // as a schema-6 head wrote it
+  const auto old = older_layout<store::PoolRecord>(bytes, 8);  // as a schema-6 head wrote it
   EXPECT_EQ(old.strategy, "spread");
   EXPECT_EQ(old.node, "");
   EXPECT_EQ(old.sp_degree, 2);

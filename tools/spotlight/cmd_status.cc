@@ -61,6 +61,7 @@ void print_table(const ClusterStatus& s) {
     std::cout << "\n";
   }
   for (const auto& p : s.pools) {
+    if (!p.placement.empty()) std::cout << "  " << p.name << " is placed: " << p.placement << "\n";
     if (!p.waiting_for.empty()) std::cout << "  " << p.name << ": " << p.waiting_for << "\n";
   }
   std::cout << "\nACTORS\n"

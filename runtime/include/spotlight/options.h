@@ -33,6 +33,28 @@ struct Placement {
   // free slots, max_per_node), and elsewhere by the strategy when it does
   // not or has not joined: beside the data it caches, say.
   std::string prefer;
+  // Affinity between pools: members go only to nodes that host a member of
+  // the pool named here (placed or being placed), and wait while none does:
+  // reward actors beside the explorers whose images they score, so that no
+  // image crosses the network. It holds when a member is placed: one whose
+  // neighbour later moves stays where it is (Kubernetes' "required during
+  // scheduling, ignored during execution").
+  std::string beside;
+  // Anti-affinity between pools: members never share a node with a member of
+  // the pool named here, whichever of the two is placed first, so that one
+  // preemption takes members of at most one of them (a trainer and the
+  // explorers that hold the only other copy of its weights, say).
+  std::string away_from;
+  // Preemption by priority: a call that waits for a member while members run
+  // calls of lower priority (with aging, of a later virtual start) asks one
+  // of them to yield: its TaskContext::should_yield() turns true, and a task
+  // that yields (after a commit) goes back to the front of its priority in
+  // the mailbox and resumes later from that commit; the waiting call runs on
+  // that member next. Each waiting call asks at most one running call. For
+  // pools whose tasks check should_yield() between steps (a task that never
+  // does runs to its end, and the call it was asked for waits behind it).
+  // Not with sequence parallelism.
+  bool preempt = false;
   // Priority aging: a call waiting in the mailbox gains one priority level
   // per `aging` it has waited since the head accepted it, so a call of
   // priority p runs before every call of priority p + k that came more than
@@ -61,6 +83,18 @@ struct Placement {
   }
   Placement& prefer_node(std::string id) {
     prefer = std::move(id);
+    return *this;
+  }
+  Placement& beside_pool(std::string pool) {
+    beside = std::move(pool);
+    return *this;
+  }
+  Placement& away_from_pool(std::string pool) {
+    away_from = std::move(pool);
+    return *this;
+  }
+  Placement& preemptive(bool on = true) {
+    preempt = on;
     return *this;
   }
   Placement& age_priorities(std::chrono::milliseconds per_level) {

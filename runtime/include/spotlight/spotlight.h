@@ -133,7 +133,11 @@ class Runtime {
     return ActorHandle<A>(client_, name, origin_);
   }
   // Creates the pool (idempotent for the same type); returns once committed.
-  void create_pool(const std::string& name, const std::string& type, const Placement& where);
+  // A pool that exists keeps its options: what it kept of those `where` asks
+  // to change comes back ("members 4 (asked 8)", also logged as a warning),
+  // empty when the pool was made now or already has them. To change a
+  // pool's placement, remove it and create it again.
+  std::string create_pool(const std::string& name, const std::string& type, const Placement& where);
   // Removes an actor or pool (Ray's kill): its waiting and running calls fail
   // with RejectedError, its actors leave their nodes (a running method ends
   // on its own, its result dropped) and their slots are free at once. Returns

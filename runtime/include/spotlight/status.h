@@ -91,8 +91,11 @@ struct PoolStatus {
   // none of 3 node(s) fits (1 not on market spot, 2 fewer than 2 free
   // slot(s))"); empty when none waits.
   std::string waiting_for{};  // (an initializer: brace lists may leave it out)
+  // Its placement rules beyond the market and the default spread ("pack, at
+  // most 1 per node, beside pool explorers"); empty when there are none.
+  std::string placement{};
   MSGPACK_DEFINE(name, type, market, size, placed, queued, leased, by_priority, waited, ran,
-                 answered, aging_ms, waiting_for)
+                 answered, aging_ms, waiting_for, placement)
 };
 
 // A sequence-parallel group as the head formed it.

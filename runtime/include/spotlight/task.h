@@ -7,7 +7,8 @@
 //     while (s.step < r.steps) {
 //       s = denoise(s);
 //       ctx.commit_value(s);                  // the head keeps the latest commit
-//       if (ctx.should_yield()) ctx.yield();  // the machine is going away
+//       if (ctx.should_yield()) ctx.yield();  // the machine is going away, or
+//                                             // a call of higher priority waits
 //     }
 //     return s.latent;
 //   }
@@ -141,9 +142,10 @@ class TaskContext {
   // it returns may be shared.
   Runtime runtime();
 
-  // True once the task's machine has notice that it is going away, or once
-  // the call was cancelled: a task that yields on notice also stops when
-  // cancelled.
+  // True once the task's machine has notice that it is going away, once the
+  // call was cancelled (a task that yields on notice also stops when
+  // cancelled), or, in a pool with Placement::preempt, once a call of higher
+  // priority came for this actor.
   bool should_yield() const { return host_.should_yield(); }
   // True once the call was cancelled (Runtime::cancel). Its caller has
   // CancelledError already and whatever this run returns, throws or commits
