@@ -425,6 +425,13 @@ void Client::on_frame(zmq::message_t& m) {
         // request that is not idempotent (removing a pool) was answered
         // with an error after its first copy succeeded.
         if (transport::ms_since(last_hello_) > 100) say_hello();
+      } else if (e.code == static_cast<int32_t>(wire::ErrorCode::kRefused)) {
+        // Its hello was refused: a connect says why at once, and calls made
+        // since the head last took this client fail (it goes on saying
+        // hello, and may be taken later).
+        spdlog::error("client {}: the head refused it: {}", id_, e.message);
+        welcome_->resolve(false, e.message, ErrorKind::kConnection, "connection");
+        fail_pending(e.message);
       } else {
         spdlog::warn("head reports: {}", e.message);
         resolve_control(false, e.message);

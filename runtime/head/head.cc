@@ -421,15 +421,18 @@ void Head::on_hello_client(const std::string& peer, const wire::HelloClient& h, 
   }
   auto it = state_.clients.find(h.client_id);
   if (it == state_.clients.end()) {
-    if (state_.next_client >= kMaxClients) {
-      // A client's number is its task ids' prefix; bit 63 marks child ids.
-      reply_error(
-          peer, wire::ErrorCode::kBadRequest,
-          "this head has given out all its client numbers (" + std::to_string(kMaxClients) + ")",
-          rid);
+    const uint32_t num = free_client_number();
+    if (num == 0) {
+      count("clients_refused_full");
+      reply_error(peer, wire::ErrorCode::kRefused,
+                  "this head holds the records of " + std::to_string(opt_.max_clients) +
+                      " clients, its most (head --max-clients): a gone driver's record goes "
+                      "once its results expire (head --result-ttl-s) and no call of it is left",
+                  rid);
       return;
     }
-    store::ClientRecord rec{h.client_id, state_.next_client};
+    if (num < state_.next_client) count("client_numbers_reused");
+    store::ClientRecord rec{h.client_id, num};
     record(EventKind::kClient, rec);
     state_.apply_client(rec);
     it = state_.clients.find(h.client_id);
@@ -585,7 +588,8 @@ void Head::on_calls(Client& c, wire::Calls& calls) {
       // Another live client's range is a forgery; a number no client holds
       // now is this client's own from before it was retired (or a guess).
       reject(state_.client_by_num.count(static_cast<uint32_t>(call.id >> 40))
-                 ? "task id is outside this client's range"
+                 ? "task id is outside this client's range (or this client's results expired, "
+                   "and its number went to another client)"
                  : not_held_message(call.id),
              "rejected_bad_id");
       continue;
@@ -749,6 +753,25 @@ void Head::on_fetch(Client& c, const wire::Fetch& f) {
   }
 }
 
+uint32_t Head::free_client_number() {
+  const uint32_t most = std::clamp<uint32_t>(opt_.max_clients, 2, kMaxClients - 1);
+  if (state_.next_client <= most) return state_.next_client;
+  // Every number was given out once: the numbers of retired clients are
+  // free. A retired client held no call, so no task carries its prefix, and
+  // a call is checked against the number of the connection that sends it,
+  // so its late frames cannot pass for the new holder's calls. The search
+  // goes on from where the last one stopped: after a wrap, the next free
+  // number is near.
+  for (uint32_t k = 0; k < most; ++k) {  // numbers 1 .. most
+    const uint32_t num = 1 + (reuse_cursor_ - 1 + k) % most;
+    if (!state_.client_by_num.count(num)) {
+      reuse_cursor_ = 1 + num % most;
+      return num;
+    }
+  }
+  return 0;
+}
+
 std::string Head::not_held_message(uint64_t id) const {
   const std::string head = "call " + std::to_string(id) + " is not held by this head: ";
   if (wire::is_child_id(id)) {
@@ -759,7 +782,7 @@ std::string Head::not_held_message(uint64_t id) const {
   const auto num = static_cast<uint32_t>(id >> 40);
   auto owner = state_.client_by_num.find(num);
   if (owner == state_.client_by_num.end()) {
-    // Numbers are never given out twice: one below the next was retired.
+    // A number below the next, held by nobody now, was retired.
     if (num != 0 && num < state_.next_client) {
       return head + "its caller was gone for longer than head --result-ttl-s, so its results " +
              "expired and the head forgot that client";

@@ -52,6 +52,13 @@ struct HeadOptions {
   // died, or it closed before they came) are dropped, unless another client
   // fetched them first (Runtime::fetch). 0: kept until fetched.
   std::chrono::milliseconds result_ttl{std::chrono::hours(24)};
+  // Client numbers (a client's number is its task ids' prefix): once this
+  // many were given out, the numbers of retired clients (gone past
+  // result_ttl, holding no call) are given out again, so the head serves
+  // new drivers for ever and holds at most this many client records at once.
+  // 2 to 2^23 - 1 (a number must fit 23 bits: bit 63 of a task id marks
+  // child calls).
+  uint32_t max_clients = (uint32_t{1} << 23) - 1;
   // The HTTP endpoint (GET /metrics in Prometheus's format, /healthz): off
   // when < 0, 0 picks a free port. It has no key: by default only this
   // machine reaches it.
@@ -115,6 +122,10 @@ class Head {
   static constexpr uint64_t kSeqMask =
       (uint64_t{1} << 40) - 1;  // task id: client number << 40 | sequence
   static constexpr uint32_t kMaxClients = uint32_t{1} << 23;  // keeps bit 63 for child ids
+  // A number for a new client: the next never given, else one a retired
+  // client left (HeadOptions::max_clients); 0 when every number is held.
+  uint32_t free_client_number();
+  uint32_t reuse_cursor_ = 1;  // where the search for a retired number goes on
   static constexpr int64_t kMaxDeadlineMs = int64_t{365} * 24 * 3600 * 1000;
   static constexpr int64_t kMaxAgingMs = int64_t{30} * 24 * 3600 * 1000;  // Mailbox::pop_front
   static constexpr size_t kMaxFetchIds = size_t{1} << 20;

@@ -70,6 +70,8 @@ const char* to_string(ErrorCode c) {
     case ErrorCode::kOversized: return "oversized";
     case ErrorCode::kUnknownPeer: return "unknown_peer";
     case ErrorCode::kBadRequest: return "bad_request";
+    case ErrorCode::kRefused:
+      return "refused";
   }
   return "unknown";
 }

@@ -28,7 +28,7 @@ namespace spotlight::wire {
 //    CreatePool.max_per_node and prefer.
 // 10: affinity between pools (CreatePool.beside and away_from); PoolCreated.kept,
 //    the options of an existing pool that a second create asked to change;
-//    preemption by priority (CreatePool.preempt, Task.preemptive).
+//    preemption by priority (CreatePool.preempt, Task.preemptive); ErrorCode::kRefused.
 inline constexpr uint16_t kProtocolVersion = 10;
 
 enum class MsgType : uint16_t {
@@ -86,6 +86,7 @@ enum class ErrorCode : int32_t {
   kOversized = 4,    // over the frame size limit
   kUnknownPeer = 5,  // a peer that has not said hello (e.g. after a head restart)
   kBadRequest = 6,   // a well-formed request that cannot be served
+  kRefused = 7,      // a client's hello the head will not take (it holds its most clients)
 };
 const char* to_string(ErrorCode c);
 

@@ -155,5 +155,58 @@ TEST(ResultExpiry, GoneClientsWithNoCallLeftAreRetiredForGood) {
       << "still serving";
 }
 
+// Past head --max-clients, the numbers of retired drivers are given out
+// again, so new drivers keep coming however many came before; while every
+// number is held, a new driver is refused at once with the reason, and the
+// head goes on serving.
+TEST(ResultExpiry, RetiredDriversNumbersAreGivenOutAgain) {
+  constexpr uint64_t kMost = 3;
+  ClusterOptions o = cluster_options(1);
+  o.head_args = {"--liveness-ms", "200",           "--result-ttl-s",
+                 "0.3",           "--max-clients", std::to_string(kMost)};
+  LocalCluster cluster(o);
+  auto rt = cluster.connect();
+  auto pool = rt.pool<Worker>(kPool, on_market("any"));
+  EXPECT_EQ(pool.call(&Worker::twice, int64_t{1}).get(30s), 2);
+  const uint64_t held = counter(rt.status(), "clients_known");
+  ASSERT_LT(held, kMost);
+  // Four times as many drivers as there are numbers, one after another,
+  // each retired before the next comes.
+  constexpr int kDrivers = 12;
+  for (int i = 0; i < kDrivers; ++i) {
+    {
+      auto driver = cluster.connect();
+      EXPECT_EQ(driver.actor<Worker>(kPool).call(&Worker::twice, int64_t{i}).get(30s), 2 * i);
+    }
+    ASSERT_TRUE(wait_for_status(cluster.address(),
+                                [&](const ClusterStatus& s) {
+                                  return counter(s, "clients_retired") ==
+                                         static_cast<uint64_t>(i + 1);
+                                }))
+        << "driver " << i;
+  }
+  EXPECT_EQ(counter(rt.status(), "client_numbers_reused"), kDrivers - (kMost - held));
+
+  // Every number held: the next driver hears why at once.
+  std::vector<Runtime> holders;
+  for (uint64_t k = held; k < kMost; ++k) holders.push_back(cluster.connect());
+  try {
+    cluster.connect();
+    ADD_FAILURE() << "a driver was taken beyond --max-clients";
+  } catch (const ConnectionError& e) {
+    EXPECT_NE(std::string(e.what()).find("holds the records of 3 clients"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_GE(counter(rt.status(), "clients_refused_full"), 1u);
+  EXPECT_EQ(pool.call(&Worker::twice, int64_t{5}).get(30s), 10) << "still serving";
+  // Once one holder is gone and retired, a driver is taken again.
+  holders.pop_back();
+  ASSERT_TRUE(wait_for_status(cluster.address(), [&](const ClusterStatus& s) {
+    return counter(s, "clients_retired") == kDrivers + 1;
+  }));
+  auto late = cluster.connect();
+  EXPECT_EQ(late.actor<Worker>(kPool).call(&Worker::twice, int64_t{6}).get(30s), 12);
+}
+
 }  // namespace
 }  // namespace spotlight

@@ -132,8 +132,12 @@ void add_bench(CLI::App& app) {
   CLI::App* objects = add_bench_objects(*cmd);
   CLI::App* sp_groups = add_bench_sp_groups(*cmd);
   CLI::App* scale = add_bench_scale(*cmd);
+  CLI::App* preempt = add_bench_preempt(*cmd);
   cmd->callback([=] {
-    if (sp->parsed() || objects->parsed() || sp_groups->parsed() || scale->parsed()) return;
+    if (sp->parsed() || objects->parsed() || sp_groups->parsed() || scale->parsed() ||
+        preempt->parsed()) {
+      return;
+    }
     nlohmann::json out;
     auto report = [&](const char* name, double v, const char* unit, double ceiling = 0) {
       out[name] = std::round(v);

@@ -48,6 +48,10 @@ void add_head(CLI::App& app) {
          "--result-ttl-s", *result_ttl_s,
          "Drop the stored results of a driver gone this long, unless fetched (0: keep them)")
       ->check(CLI::Range(0.0, 1e9));
+  cmd->add_option("--max-clients", opt->max_clients,
+                  "Client records held at once; past this many, the numbers of retired drivers "
+                  "are given out again")
+      ->check(CLI::Range(uint32_t{2}, (uint32_t{1} << 23) - 1));
   cmd->add_option("--max-mailbox", opt->max_mailbox, "Calls one mailbox may hold waiting")
       ->check(CLI::Range(size_t{1}, size_t{1} << 40));
   cmd->add_option(

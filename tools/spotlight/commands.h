@@ -11,6 +11,7 @@ void add_bench(CLI::App& app);
 CLI::App* add_bench_objects(CLI::App& bench);    // `spotlight bench objects`
 CLI::App* add_bench_sp_groups(CLI::App& bench);  // `spotlight bench sp-groups`
 CLI::App* add_bench_scale(CLI::App& bench);      // `spotlight bench scale`
+CLI::App* add_bench_preempt(CLI::App& bench);    // `spotlight bench preempt`
 void add_replay(CLI::App& app);
 // --key KEY (or $SPOTLIGHT_CLUSTER_KEY): the cluster key of this command's connections.
 void add_key_option(CLI::App* cmd);
