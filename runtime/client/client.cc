@@ -358,7 +358,9 @@ void Client::on_frame(zmq::message_t& m) {
               "was gone for longer than its --result-ttl-s; calls made before are lost");
         }
         num_ = w.client_num;
+        next_seq_ = std::max(next_seq_, w.seq_floor);  // a number given out again
         max_frame_ = w.max_frame;
+        refused_logged_ = false;
         welcomed_ = true;
       }
       if (anew) {  // either way the head has forgotten this driver's objects
@@ -429,7 +431,8 @@ void Client::on_frame(zmq::message_t& m) {
         // Its hello was refused: a connect says why at once, and calls made
         // since the head last took this client fail (it goes on saying
         // hello, and may be taken later).
-        spdlog::error("client {}: the head refused it: {}", id_, e.message);
+        if (!refused_logged_) spdlog::error("client {}: the head refused it: {}", id_, e.message);
+        refused_logged_ = true;  // it says hello every 100 ms: once is enough
         welcome_->resolve(false, e.message, ErrorKind::kConnection, "connection");
         fail_pending(e.message);
       } else {
@@ -599,7 +602,8 @@ std::string Runtime::create_pool(const std::string& name, const std::string& typ
                      where.prefer,
                      where.beside,
                      where.away_from,
-                     where.preempt};
+                     where.preempt,
+                     where.beside_soft};
   std::string kept =
       client_->request(wire::MsgType::kCreatePool, pack(c), std::chrono::seconds(30));
   if (!kept.empty()) spdlog::warn("pool {} exists and keeps its own {}", name, kept);

@@ -106,6 +106,7 @@ class Client final : public Waiter, public std::enable_shared_from_this<Client> 
   std::unordered_map<uint64_t, Control> control_;
   std::vector<uint64_t> control_outq_;
   uint64_t next_seq_ = 0;
+  bool refused_logged_ = false;  // a refused hello was logged (I/O thread)
   uint64_t next_rid_ = 0;
   uint32_t num_ = 0;
   uint64_t max_frame_ = transport::kDefaultMaxFrame;  // the head's limit, from Welcome

@@ -66,6 +66,7 @@ std::string kept_options(const store::PoolRecord& have, const wire::CreatePool& 
   differ("max per node", have.max_per_node, ask.max_per_node);
   differ("preferred node", have.prefer, ask.prefer);
   differ("beside pool", have.beside, ask.beside);
+  differ("only near it", have.beside_soft, ask.beside_soft);
   differ("away from pool", have.away_from, ask.away_from);
   differ("preemptive", have.preempt, ask.preempt);
   return out;
@@ -425,14 +426,21 @@ void Head::on_hello_client(const std::string& peer, const wire::HelloClient& h, 
     if (num == 0) {
       count("clients_refused_full");
       reply_error(peer, wire::ErrorCode::kRefused,
-                  "this head holds the records of " + std::to_string(opt_.max_clients) +
-                      " clients, its most (head --max-clients): a gone driver's record goes "
-                      "once its results expire (head --result-ttl-s) and no call of it is left",
+                  "this head has no client number free (head --max-clients " +
+                      std::to_string(opt_.max_clients) +
+                      "): each is held by a client, or by a call a gone client made that is "
+                      "still held (fetched by another); a gone driver's number comes free once "
+                      "its results expire (head --result-ttl-s) and none of its calls is left",
                   rid);
       return;
     }
-    if (num < state_.next_client) count("client_numbers_reused");
     store::ClientRecord rec{h.client_id, num};
+    if (num < state_.next_client) {
+      // Its ids go on above those of the number's earlier holders.
+      count("client_numbers_reused");
+      auto floor = state_.retired_seqs.find(num);
+      if (floor != state_.retired_seqs.end()) rec.max_seq = floor->second;
+    }
     record(EventKind::kClient, rec);
     state_.apply_client(rec);
     it = state_.clients.find(h.client_id);
@@ -454,8 +462,13 @@ void Head::on_hello_client(const std::string& peer, const wire::HelloClient& h, 
   c.gone_since.reset();
   c.expired = false;
   client_by_peer_[peer] = h.client_id;
-  wire::Welcome w{boot_, c.rec.num, static_cast<int32_t>(opt_.heartbeat.count()),
-                  static_cast<int32_t>(opt_.liveness.count()), opt_.max_frame, {}};
+  wire::Welcome w{boot_,
+                  c.rec.num,
+                  static_cast<int32_t>(opt_.heartbeat.count()),
+                  static_cast<int32_t>(opt_.liveness.count()),
+                  opt_.max_frame,
+                  {},
+                  c.rec.max_seq};
   to_callers_[peer].frames.push_back(wire::encode(w, rid));
 }
 
@@ -532,7 +545,8 @@ void Head::on_create_pool(const std::string& peer, const wire::CreatePool& c, ui
   } else {
     store::PoolRecord rec{c.name,         c.type,      c.market,   c.size,      c.slots_per_actor,
                           c.prefetch,     c.sp_degree, c.strategy, c.node,      c.aging_ms,
-                          c.max_per_node, c.prefer,    c.beside,   c.away_from, c.preempt};
+                          c.max_per_node, c.prefer,    c.beside,   c.away_from, c.preempt,
+                          c.beside_soft};
     record(EventKind::kPool, rec);
     state_.apply_pool(rec);
     for (int i = 0; i < c.size; ++i) {
@@ -756,15 +770,18 @@ void Head::on_fetch(Client& c, const wire::Fetch& f) {
 uint32_t Head::free_client_number() {
   const uint32_t most = std::clamp<uint32_t>(opt_.max_clients, 2, kMaxClients - 1);
   if (state_.next_client <= most) return state_.next_client;
-  // Every number was given out once: the numbers of retired clients are
-  // free. A retired client held no call, so no task carries its prefix, and
-  // a call is checked against the number of the connection that sends it,
-  // so its late frames cannot pass for the new holder's calls. The search
-  // goes on from where the last one stopped: after a wrap, the next free
-  // number is near.
+  if (state_.client_by_num.size() >= most) return 0;  // every number has a client
+  // Every number was given out once: a retired client's is free once no
+  // task the head holds carries it as its ids' prefix (a call another
+  // client fetched outlives its maker's record: State::ids_under). The new
+  // holder's ids go on above the highest sequence used under it
+  // (State::retired_seqs, Welcome::seq_floor), so no id is ever used twice;
+  // and a call is checked against the number of the connection that sends
+  // it, so an earlier holder's late frames cannot pass for the new one's.
+  // The search goes on from where the last one stopped.
   for (uint32_t k = 0; k < most; ++k) {  // numbers 1 .. most
     const uint32_t num = 1 + (reuse_cursor_ - 1 + k) % most;
-    if (!state_.client_by_num.count(num)) {
+    if (!state_.client_by_num.count(num) && !state_.ids_under.count(num)) {
       reuse_cursor_ = 1 + num % most;
       return num;
     }
@@ -1012,7 +1029,8 @@ std::vector<uint64_t> Head::adopt(Node& n, const wire::HelloNode& hello, wire::C
     state_.set_phase(a, ActorPhase::kReady);
     a.node = n.id;
     a.leased = leases[a.rec.id];
-    a.credit = std::max<int32_t>(0, pool.rec.prefetch - static_cast<int32_t>(a.leased));
+    // Below 0 when it holds a lease beyond its credit (Placement::preempt).
+    a.credit = pool.rec.prefetch - static_cast<int32_t>(a.leased);
     n.used += pool.rec.slots_per_actor;
     n.actors.insert(a.rec.id);
     n.leased += a.leased;
@@ -1265,6 +1283,14 @@ Task* Head::lease(Pool& pool, Actor& a, Node& n, const SpGroupState* group) {
   a.leased += 1;
   pool.leased += 1;
   n.leased += 1;
+  // Placement::preempt: the node has a running call of lower priority yield
+  // to this one only while no other member is idle (one would take it).
+  bool preempts = pool.rec.preempt;
+  for (size_t m = 0; preempts && m < pool.members.size(); ++m) {
+    auto o = state_.actors.find(pool.members[m]);
+    preempts = o == state_.actors.end() || o->first == a.rec.id ||
+               o->second.phase != ActorPhase::kReady || o->second.leased > 0;
+  }
   auto send = [&](uint64_t actor, const Node& to, SpGroup g) {
     Outbox& box = to_nodes_[to.peer];
     box.tasks.done_acked = to.done_committed;
@@ -1274,7 +1300,7 @@ Task* Head::lease(Pool& pool, Actor& a, Node& n, const SpGroupState* group) {
     box.tasks.tasks.push_back(
         wire::Task{id, actor, e.epoch, t.method, t.args, t.attempts, t.has_checkpoint, t.checkpoint,
                    std::move(g), within, t.priority, pool.rec.aging_ms,
-                   std::max<int64_t>(0, wall_ms_ - accepted_ms(t)), pool.rec.preempt});
+                   std::max<int64_t>(0, wall_ms_ - accepted_ms(t)), preempts});
     box.batch_bytes += t.args.data.size() + t.method.size() + 32;
     if (box.batch_bytes > kBatchBytes) {
       box.frames.push_back(wire::encode(box.tasks));

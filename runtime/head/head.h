@@ -190,9 +190,11 @@ class Head {
   static constexpr uint32_t kMaxTaskList = 100000;
 
   void place();
-  // One pass over the pools with unplaced members: `placed` when it placed
-  // one, `follows` when a pool placed beside another found no node.
-  void place_pass(bool& placed, bool& follows);
+  // Places the waiting members of one pool (an entry of state_.unplaced)
+  // while nodes take them: `placed` when it placed one, `follows` when a
+  // pool that must be beside another found no node. The next entry.
+  std::map<std::string, std::set<uint64_t>>::iterator place_members(
+      std::map<std::string, std::set<uint64_t>>::iterator pit, bool& placed, bool& follows);
   // The node a member of pool `p` goes to now (Placement::strategy, node), or nullptr.
   Node* pick_node(const std::string& pool_name, const store::PoolRecord& p);
   // Why node `n` cannot take a member of pool `p` now, the first reason in
@@ -210,8 +212,12 @@ class Head {
     kBeside,  // hosts no member of Placement::beside
     kFits
   };
+  struct Seen {
+    int members = 0;         // of the pool, on the node
+    bool neighbour = false;  // a member of Placement::beside is there
+  };
   Unfit fit(const Node& n, const std::string& pool_name, const store::PoolRecord& p, bool count,
-            int& members) const;
+            Seen& seen) const;
   // For status: a pool's rules beyond its market and the default spread.
   static std::string placement_rules(const store::PoolRecord& p);
   // For status: why the pool's unplaced members (`waiting`, not empty) wait.

@@ -9,53 +9,65 @@
 namespace spotlight::head {
 
 void Head::place() {
-  // A pool placed beside another may find its neighbour only once that one
-  // is placed, later in the same pass: then one more pass, as long as each
-  // places something (chains of `beside` take one pass per link).
-  bool placed = true;
-  bool follows = true;
-  while (placed && follows) {
-    placed = follows = false;
-    place_pass(placed, follows);
+  // Pools placed beside (or near) another go after the others, so that a
+  // neighbour placed in the same turn is there to be found. One whose
+  // neighbour is itself beside a third may need another pass: made while a
+  // pass places something and a pool that must be beside another waits.
+  bool placed = false;
+  bool follows = false;
+  for (auto pit = state_.unplaced.begin(); pit != state_.unplaced.end();) {
+    if (state_.beside_pools.count(pit->first)) {
+      ++pit;
+      continue;
+    }
+    pit = place_members(pit, placed, follows);
   }
+  if (state_.beside_pools.empty()) return;
+  do {
+    placed = follows = false;
+    for (const std::string& name : state_.beside_pools) {
+      auto pit = state_.unplaced.find(name);
+      if (pit != state_.unplaced.end()) place_members(pit, placed, follows);
+    }
+  } while (placed && follows);
 }
 
-void Head::place_pass(bool& placed, bool& follows) {
-  for (auto pit = state_.unplaced.begin(); pit != state_.unplaced.end();) {
-    const std::string& name = pit->first;
-    std::set<uint64_t>& pending = pit->second;
-    Pool& pool = state_.pools[name];
-    // Advanced before set_phase drops the id from `pending`.
-    for (auto it = pending.begin(); it != pending.end();) {
-      Actor& a = state_.actors[*it++];
-      if (!grace_over_ && a.rec.incarnation > 0) continue;  // its node may still come back
-      Node* best = pick_node(name, pool.rec);
-      if (!best) {  // no node takes this pool's members now: nor its next one
-        follows = follows || !pool.rec.beside.empty();
-        break;
-      }
-      placed = true;
-      store::ActorRecord rec = a.rec;
-      rec.incarnation += 1;
-      record(EventKind::kActor, rec);
-      state_.apply_actor(rec);
-      state_.set_phase(a, ActorPhase::kPlacing);
-      a.node = best->id;
-      a.credit = 0;
-      best->used += pool.rec.slots_per_actor;
-      best->actors.insert(a.rec.id);
-      wire::Place msg{a.rec.id,          name,          pool.rec.type, rec.incarnation,
-                      pool.rec.prefetch, rec.has_state, rec.state};
-      to_nodes_[best->peer].frames.push_back(wire::encode(msg));
-      spdlog::debug("placing actor {} ({}) on {}", a.rec.id, name, best->id);
+std::map<std::string, std::set<uint64_t>>::iterator Head::place_members(
+    std::map<std::string, std::set<uint64_t>>::iterator pit, bool& placed, bool& follows) {
+  const std::string& name = pit->first;
+  std::set<uint64_t>& pending = pit->second;
+  Pool& pool = state_.pools[name];
+  // Advanced before set_phase drops the id from `pending`.
+  for (auto it = pending.begin(); it != pending.end();) {
+    Actor& a = state_.actors[*it++];
+    if (!grace_over_ && a.rec.incarnation > 0) continue;  // its node may still come back
+    Node* best = pick_node(name, pool.rec);
+    if (!best) {  // no node takes this pool's members now: nor its next one
+      follows = follows || (!pool.rec.beside.empty() && !pool.rec.beside_soft);
+      break;
     }
-    pit = pending.empty() ? state_.unplaced.erase(pit) : std::next(pit);
+    placed = true;
+    store::ActorRecord rec = a.rec;
+    rec.incarnation += 1;
+    record(EventKind::kActor, rec);
+    state_.apply_actor(rec);
+    state_.set_phase(a, ActorPhase::kPlacing);
+    a.node = best->id;
+    a.credit = 0;
+    best->used += pool.rec.slots_per_actor;
+    best->actors.insert(a.rec.id);
+    wire::Place msg{a.rec.id,          name,          pool.rec.type, rec.incarnation,
+                    pool.rec.prefetch, rec.has_state, rec.state};
+    to_nodes_[best->peer].frames.push_back(wire::encode(msg));
+    spdlog::debug("placing actor {} ({}) on {}", a.rec.id, name, best->id);
   }
+  return pending.empty() ? state_.unplaced.erase(pit) : std::next(pit);
 }
 
 Head::Unfit Head::fit(const Node& n, const std::string& pool_name, const store::PoolRecord& p,
-                      bool count, int& members) const {
-  members = 0;
+                      bool count, Seen& seen) const {
+  seen = Seen{};
+  int& members = seen.members;
   if (!n.alive) return Unfit::kGone;
   if (n.draining) return Unfit::kDraining;
   if (p.market != "any" && n.market != p.market) return Unfit::kMarket;
@@ -66,9 +78,8 @@ Head::Unfit Head::fit(const Node& n, const std::string& pool_name, const store::
   // there, a member of the pool to be beside, one of a pool to keep away from.
   auto shunned = state_.shunned_by.find(pool_name);
   const bool shunning = !p.away_from.empty() || shunned != state_.shunned_by.end();
-  bool neighbour = p.beside.empty();
   bool clash = false;
-  if (count || p.max_per_node > 0 || !neighbour || shunning) {
+  if (count || p.max_per_node > 0 || !p.beside.empty() || shunning) {
     for (uint64_t id : n.actors) {
       auto a = state_.actors.find(id);
       if (a == state_.actors.end()) continue;
@@ -77,14 +88,14 @@ Head::Unfit Head::fit(const Node& n, const std::string& pool_name, const store::
         ++members;
         continue;
       }
-      neighbour = neighbour || q == p.beside;
+      seen.neighbour = seen.neighbour || q == p.beside;
       clash = clash || (shunning && (q == p.away_from || (shunned != state_.shunned_by.end() &&
                                                           shunned->second.count(q))));
     }
   }
   if (p.max_per_node > 0 && members >= p.max_per_node) return Unfit::kPerNode;  // anti-affinity
   if (clash) return Unfit::kAway;
-  if (!neighbour) return Unfit::kBeside;
+  if (!seen.neighbour && !p.beside.empty() && !p.beside_soft) return Unfit::kBeside;
   return Unfit::kFits;
 }
 
@@ -92,20 +103,27 @@ Node* Head::pick_node(const std::string& pool_name, const store::PoolRecord& p) 
   const bool pack = p.strategy == "pack";
   Node* best = nullptr;
   int best_members = 0;
+  bool best_near = false;
   for (auto& [nid, n] : state_.nodes) {
-    int members = 0;
-    if (fit(n, pool_name, p, pack, members) != Unfit::kFits) continue;
+    Seen seen;
+    if (fit(n, pool_name, p, pack, seen) != Unfit::kFits) continue;
     if (!p.prefer.empty() && n.id == p.prefer) return &n;  // soft affinity: it fits
     const int free = n.slots - n.used;
-    if (!pack) {
-      if (!best || free > best->slots - best->used) best = &n;
-      continue;
+    // Near a pool (Placement::beside_soft): a node with its member first.
+    const bool near = p.beside_soft && seen.neighbour;
+    bool better;
+    if (best && near != best_near) {
+      better = near;
+    } else if (!pack) {
+      better = !best || free > best->slots - best->used;
+    } else {  // pack: beside the pool's members first, then the tightest fit
+      better = !best || seen.members > best_members ||
+               (seen.members == best_members && free < best->slots - best->used);
     }
-    // Pack: beside the pool's members first, then the tightest fit.
-    if (!best || members > best_members ||
-        (members == best_members && free < best->slots - best->used)) {
+    if (better) {
       best = &n;
-      best_members = members;
+      best_members = seen.members;
+      best_near = near;
     }
   }
   return best;
@@ -119,7 +137,8 @@ std::string Head::placement_rules(const store::PoolRecord& p) {
   if (!p.prefer.empty()) rules.push_back("prefers node " + p.prefer);
   if (p.max_per_node > 0)
     rules.push_back("at most " + std::to_string(p.max_per_node) + " per node");
-  if (!p.beside.empty()) rules.push_back("beside pool " + p.beside);
+  if (!p.beside.empty())
+    rules.push_back((p.beside_soft ? "near pool " : "beside pool ") + p.beside);
   if (!p.away_from.empty()) rules.push_back("away from pool " + p.away_from);
   if (p.preempt) rules.push_back("preemptive");
   std::string out;
@@ -145,7 +164,7 @@ std::string Head::why_waiting(const std::string& pool_name, const store::PoolRec
              ", which the pool is pinned to and which is not here";
     }
   }
-  if (!p.beside.empty() && !state_.pools.count(p.beside)) {
+  if (!p.beside.empty() && !p.beside_soft && !state_.pools.count(p.beside)) {
     return members + " for pool " + p.beside +
            ", which they are to be beside and which does not exist";
   }
@@ -153,7 +172,7 @@ std::string Head::why_waiting(const std::string& pool_name, const store::PoolRec
   std::map<Unfit, size_t> by_reason;
   size_t alive = 0;
   for (const auto& [nid, n] : state_.nodes) {
-    int there = 0;
+    Seen there;
     const Unfit why = fit(n, pool_name, p, false, there);
     if (why == Unfit::kGone) continue;
     ++alive;

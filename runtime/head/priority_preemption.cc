@@ -32,9 +32,10 @@ void Head::preempt_for(Pool& pool) {
     auto n = state_.nodes.find(a.node);
     if (n != state_.nodes.end() && n->second.alive && !n->second.draining) nodes.insert(a.node);
   }
-  // Each such member's least urgent leased call (its running one, or one it
-  // holds queued behind it: the waiting call will run before either).
-  std::unordered_map<uint64_t, int64_t> least_urgent;  // actor -> key
+  // Each such member's most urgent leased call: the waiting call goes to a
+  // member only if it is more urgent than every call the member holds, so
+  // more urgent than the one it runs, which is then asked to yield.
+  std::unordered_map<uint64_t, int64_t> most_urgent;  // actor -> key
   for (const std::string& node : nodes) {
     auto on = state_.leased_on.find(node);
     if (on == state_.leased_on.end()) continue;
@@ -47,12 +48,13 @@ void Head::preempt_for(Pool& pool) {
         continue;
       }
       const int64_t k = urgency(t, aging);
-      auto [it, fresh] = least_urgent.try_emplace(t.actor, k);
-      if (!fresh) it->second = std::max(it->second, k);
+      auto [it, fresh] = most_urgent.try_emplace(t.actor, k);
+      if (!fresh) it->second = std::min(it->second, k);
     }
   }
-  std::vector<std::pair<int64_t, uint64_t>> victims;  // (key, actor), least urgent first
-  for (const auto& [actor, k] : least_urgent) victims.emplace_back(k, actor);
+  // (key, actor): the member whose calls are least urgent first.
+  std::vector<std::pair<int64_t, uint64_t>> victims;
+  for (const auto& [actor, k] : most_urgent) victims.emplace_back(k, actor);
   std::sort(victims.begin(), victims.end(), std::greater<>());
   size_t v = 0;
   while (v < victims.size() && !pool.queue.empty()) {

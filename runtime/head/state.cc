@@ -15,10 +15,20 @@ const char* to_string(ActorPhase p) {
 }
 
 void State::apply_client(const ClientRecord& c) {
+  next_client = std::max(next_client, c.num + 1);
+  if (c.uuid.rfind(kRetiredPrefix, 0) == 0) {  // a retired number's row, as loaded
+    uint64_t& seq = retired_seqs[c.num];
+    seq = std::max(seq, c.max_seq);
+    return;
+  }
+  if (auto r = retired_seqs.find(c.num); r != retired_seqs.end()) {  // given out again
+    retired_seqs.erase(r);
+    dirty_retired.erase(c.num);
+    erased_clients.push_back(retired_uuid(c.num));
+  }
   auto& cl = clients[c.uuid];
   cl.rec = c;
   client_by_num[c.num] = c.uuid;
-  next_client = std::max(next_client, c.num + 1);
   dirty_clients.insert(c.uuid);
 }
 
@@ -26,6 +36,7 @@ void State::apply_pool(const PoolRecord& p) {
   pools[p.name].rec = p;
   if (p.sp_degree > 1) sp_pools.insert(p.name);
   if (!p.away_from.empty()) shunned_by[p.away_from].insert(p.name);
+  if (!p.beside.empty()) beside_pools.insert(p.name);
   dirty_pools.insert(p.name);
 }
 
@@ -36,6 +47,7 @@ void State::apply_remove_pool(const std::string& name) {
     sh->second.erase(name);
     if (sh->second.empty()) shunned_by.erase(sh);
   }
+  beside_pools.erase(name);
   for (uint64_t a : it->second.members) {
     actors.erase(a);
     dirty_actors.erase(a);
@@ -82,8 +94,12 @@ void State::enqueue(Pool& p, int32_t priority, uint64_t id, bool front) {
 Task& State::apply_accept(const TaskRecord& t, ClientRecord* maker) {
   auto [it, fresh] = tasks.try_emplace(t.id);
   Task& task = it->second;
-  if (!fresh) uncount_call(task.caller);  // a row the journal repeats
+  if (!fresh) {  // a row the journal repeats
+    uncount_call(task.caller);
+    count_foreign(t.id, task.caller, -1);
+  }
   calls_of[t.caller] += 1;
+  count_foreign(t.id, t.caller, +1);
   unindex_lease(task);
   static_cast<TaskRecord&>(task) = t;
   if (task.accepted_ms == 0) task.accepted_ms = clock_ms;
@@ -181,7 +197,9 @@ void State::apply_claim(const ClaimEvent& e) {
   auto it = tasks.find(e.id);
   if (it == tasks.end()) return;
   uncount_call(it->second.caller);
+  count_foreign(e.id, it->second.caller, -1);
   calls_of[e.caller] += 1;
+  count_foreign(e.id, e.caller, +1);
   it->second.caller = e.caller;
   if (it->second.state == TaskState::kDone) index_done(it->second);  // now the claimer's to receive
   mark_dirty(e.id, it->second);
@@ -248,6 +266,18 @@ std::vector<uint64_t> State::leased_ids(const std::string& node) const {
                                : std::vector<uint64_t>(it->second.begin(), it->second.end());
 }
 
+void State::count_foreign(uint64_t id, uint32_t caller, int delta) {
+  if (id >> 63) return;  // a child id: under no client's number
+  const auto num = static_cast<uint32_t>(id >> 40);
+  if (num == caller) return;  // its maker's own: the maker's record holds the number
+  if (delta > 0) {
+    ids_under[num] += 1;
+    return;
+  }
+  auto u = ids_under.find(num);
+  if (u != ids_under.end() && --u->second == 0) ids_under.erase(u);
+}
+
 void State::uncount_call(uint32_t caller) {
   auto it = calls_of.find(caller);
   if (it == calls_of.end()) return;
@@ -258,6 +288,10 @@ void State::apply_retire_client(const std::string& uuid) {
   auto it = clients.find(uuid);
   if (it == clients.end()) return;
   const uint32_t num = it->second.rec.num;
+  uint64_t& seq = retired_seqs[num];
+  seq = std::max(seq, it->second.rec.max_seq);
+  dirty_retired.insert(num);
+  std::erase(erased_clients, retired_uuid(num));  // given out and retired again since
   client_by_num.erase(num);
   done_of.erase(num);
   calls_of.erase(num);
@@ -268,6 +302,7 @@ void State::apply_retire_client(const std::string& uuid) {
 
 void State::erase_task(std::unordered_map<uint64_t, Task>::iterator it) {
   uncount_call(it->second.caller);
+  count_foreign(it->first, it->second.caller, -1);
   unindex_lease(it->second);
   if (it->second.in_snapshot) erased_tasks.push_back(it->first);
   children.erase(it->first);
@@ -354,12 +389,16 @@ store::Compaction State::compaction() {
   for (const auto& name : dirty_pools) c.pools.push_back(pools.at(name).rec);
   for (uint64_t id : dirty_actors) c.actors.push_back(actors.at(id).rec);
   for (const auto& uuid : dirty_clients) c.clients.push_back(clients.at(uuid).rec);
+  for (uint32_t num : dirty_retired) {
+    c.clients.push_back(ClientRecord{retired_uuid(num), num, retired_seqs.at(num)});
+  }
   c.erase_pools = std::move(erased_pools);
   c.erase_actors = std::move(erased_actors);
   c.erase_clients = std::move(erased_clients);
   dirty_pools.clear();
   dirty_actors.clear();
   dirty_clients.clear();
+  dirty_retired.clear();
   erased_pools.clear();
   erased_actors.clear();
   erased_clients.clear();

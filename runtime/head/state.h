@@ -223,6 +223,9 @@ class State {
   // in shunned_by[X], so the rule holds whichever of two pools is placed
   // first. Kept by apply_pool and apply_remove_pool.
   std::map<std::string, std::set<std::string>> shunned_by;
+  // The pools placed beside or near another (Placement::beside), which
+  // place() visits after the others. Kept by apply_pool and apply_remove_pool.
+  std::set<std::string> beside_pools;
   // The leased tasks of each node (Task::node): what a node's hello, its
   // death and the end of a restart's grace period look at, without a walk
   // over every task the head holds. Kept by apply_accept, apply_lease,
@@ -275,9 +278,27 @@ class State {
   std::vector<std::string> erased_clients;
   bool meta_dirty() const {
     return !dirty_pools.empty() || !dirty_actors.empty() || !dirty_clients.empty() ||
-           !erased_pools.empty() || !erased_actors.empty() || !erased_clients.empty();
+           !dirty_retired.empty() || !erased_pools.empty() || !erased_actors.empty() ||
+           !erased_clients.empty();
   }
 
+  // A ClientRecord under this uuid prefix is no client: it keeps, for a
+  // retired client's number, the highest sequence used under it
+  // (retired_seqs), in the clients table, until the number is given out again.
+  static constexpr const char* kRetiredPrefix = "~retired-";
+  static std::string retired_uuid(uint32_t num) { return kRetiredPrefix + std::to_string(num); }
+  // Retired numbers, with the highest sequence used under each; kept by
+  // apply_retire_client and apply_client, written by compaction().
+  std::map<uint32_t, uint64_t> retired_seqs;
+  std::set<uint32_t> dirty_retired;
+  // Tasks held under a number (their id's prefix; child ids aside) whose
+  // result goes to another client (one fetched them): they outlive their
+  // maker's record, and a number is given out again only when no record
+  // holds it and no such task is left (its maker's own calls keep its
+  // record: State::calls_of). Only fetched calls are counted, so a call's
+  // path pays a comparison. Kept by apply_accept, apply_claim, erase_task.
+  std::unordered_map<uint32_t, uint64_t> ids_under;
+  void count_foreign(uint64_t id, uint32_t caller, int delta);
   void apply_client(const ClientRecord& c);
   // Drops a client's record (it holds no task; see calls_of). Its number is
   // not given out again: ids with its prefix may still be in flight somewhere.

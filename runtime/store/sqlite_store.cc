@@ -32,8 +32,8 @@ namespace {
 // not read); 6: task priorities (the same); 7: pools' placement strategy and node (the
 // same); 8: RetireClient events (an older head could not replay them); 9: tasks' accept
 // times, pools' priority aging, max_per_node and prefer (fields an older head would drop); 10:
-// pools' beside, away_from and preempt (the same). Older layouts are read (a schema-2 store's
-// journal rows, a schema-3 PATH.journal as file 0) and folded by the first compaction.
+// pools' beside, beside_soft, away_from and preempt (the same). Older layouts are read (a schema-2
+// store's journal rows, a schema-3 PATH.journal as file 0) and folded by the first compaction.
 constexpr int kSchemaVersion = 10;
 constexpr int kOldestReadable = 2;
 

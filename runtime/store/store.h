@@ -28,16 +28,17 @@ struct PoolRecord {
   // existed still load (as "spread" and any node).
   std::string strategy = "spread";
   std::string node{};  // an initializer, so that brace lists may leave it out
-  // Placement::aging, max_per_node, prefer, beside, away_from and preempt;
-  // last, for the same reason.
+  // Placement::aging, max_per_node, prefer, beside, away_from, preempt and
+  // beside_soft; last, for the same reason.
   int64_t aging_ms = 0;
   int32_t max_per_node = 0;
   std::string prefer{};
   std::string beside{};
   std::string away_from{};
   bool preempt = false;
+  bool beside_soft = false;
   MSGPACK_DEFINE(name, type, market, size, slots_per_actor, prefetch, sp_degree, strategy, node,
-                 aging_ms, max_per_node, prefer, beside, away_from, preempt)
+                 aging_ms, max_per_node, prefer, beside, away_from, preempt, beside_soft)
 };
 
 struct ActorRecord {

@@ -26,9 +26,10 @@ namespace spotlight::wire {
 //    TasksRequest and TaskList; CreatePool.strategy and node.
 // 9: priority aging (CreatePool.aging_ms, Task.aging_ms and waited_ms),
 //    CreatePool.max_per_node and prefer.
-// 10: affinity between pools (CreatePool.beside and away_from); PoolCreated.kept,
+// 10: affinity between pools (CreatePool.beside, beside_soft and away_from); PoolCreated.kept,
 //    the options of an existing pool that a second create asked to change;
-//    preemption by priority (CreatePool.preempt, Task.preemptive); ErrorCode::kRefused.
+//    preemption by priority (CreatePool.preempt, Task.preemptive); ErrorCode::kRefused;
+//    Welcome.seq_floor.
 inline constexpr uint16_t kProtocolVersion = 10;
 
 enum class MsgType : uint16_t {
@@ -136,7 +137,11 @@ struct Welcome {
   int32_t liveness_ms = 0;
   uint64_t max_frame = 0;
   std::vector<uint64_t> adopted;  // nodes only: hosted actors the head took back; drop the rest
-  MSGPACK_DEFINE(boot, client_num, heartbeat_ms, liveness_ms, max_frame, adopted)
+  // Clients only: the highest sequence already used under client_num. A
+  // client's next call takes a higher one, so a number given out again
+  // (HeadOptions::max_clients) never repeats an id its earlier holder used.
+  uint64_t seq_floor = 0;
+  MSGPACK_DEFINE(boot, client_num, heartbeat_ms, liveness_ms, max_frame, adopted, seq_floor)
 };
 
 struct Heartbeat {
@@ -161,8 +166,9 @@ struct CreatePool {
   std::string beside{};             // Placement::beside
   std::string away_from{};          // Placement::away_from
   bool preempt = false;             // Placement::preempt
+  bool beside_soft = false;         // Placement::beside_soft
   MSGPACK_DEFINE(name, type, market, size, slots_per_actor, prefetch, sp_degree, strategy, node,
-                 aging_ms, max_per_node, prefer, beside, away_from, preempt)
+                 aging_ms, max_per_node, prefer, beside, away_from, preempt, beside_soft)
 };
 
 struct PoolCreated {

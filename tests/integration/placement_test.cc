@@ -129,7 +129,8 @@ TEST(Placement, AtMostPerNodeAndAPreferredNode) {
 }
 
 // Placement::beside (affinity between pools): members go only where the
-// other pool has members, and wait, saying why, while it has none; and
+// other pool has members, and wait, saying why, while it has none; near,
+// they go there first and elsewhere rather than wait; and
 // Placement::away_from (anti-affinity between pools), which holds whichever
 // pool comes first and across a head restart.
 TEST(Placement, BesideAndAwayFromAnotherPool) {
@@ -158,15 +159,26 @@ TEST(Placement, BesideAndAwayFromAnotherPool) {
   EXPECT_EQ(reward.call(&Worker::twice, int64_t{21}).get(std::chrono::seconds(60)), 42);
 
   // A pool away from the rollouts takes the third node, the only one
-  // without them.
+  // without them; packed, it would have taken the fullest node, a
+  // rollout's, first.
   std::string third;
   for (const auto& n : rt.status().nodes) {
     if (!e.count(n.id)) third = n.id;
   }
   ASSERT_FALSE(third.empty());
-  rt.pool<Worker>("trainer", on_market("any").members(2).away_from_pool("rollouts"));
+  rt.pool<Worker>("trainer", on_market("any").members(2).pack().away_from_pool("rollouts"));
   auto t = members_by_node(cluster.address(), "trainer", 2);
   EXPECT_EQ(t[third], 2);
+
+  // Near, not beside: the rollouts' nodes have one free slot each, the
+  // third node two. Three members take those two slots, then the third
+  // node rather than wait; spread alone would have put two on the third.
+  rt.pool<Worker>("scorer", on_market("any").members(3).near_pool("rollouts"));
+  auto near = members_by_node(cluster.address(), "scorer", 3);
+  EXPECT_EQ(near[third], 1);
+  for (const auto& [node, n] : e) EXPECT_EQ(near[node], 1) << node;
+  EXPECT_EQ(testing::find_pool(rt.status(), "scorer")->placement, "near pool rollouts");
+  rt.remove_pool("scorer");
 
   // The other way round, across a restart: "guard" keeps away from "late",
   // which does not exist yet; "late", pinned to guard's node, waits there.

@@ -33,7 +33,7 @@ TEST(Codec, EveryMessageTypeRoundTrips) {
   round_trip(Welcome{7, 3, 250, 1000, 64u << 20, {4}});
   round_trip(Heartbeat{9, 41});
   round_trip(CreatePool{"squares", "Square", "any", 4, 2, 16, 2, "pack", "node-1", 30000, 1,
-                        "node-2", "explorers", "trainer", true});
+                        "node-2", "explorers", "trainer", true, true});
   round_trip(PoolCreated{"squares", false, "exists with another type"});
   round_trip(PoolCreated{"squares", true, "", "members 4 (asked 8)"});
   round_trip(RemovePool{"squares"});

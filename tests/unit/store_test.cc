@@ -204,8 +204,11 @@ TEST_F(StoreTest, ACompactionWritesOnlyThePoolsActorsAndClientsThatChanged) {
     EXPECT_EQ(second.actors[0].id, 1u);
     EXPECT_EQ(second.actors[0].incarnation, 1u);
     EXPECT_EQ(second.actors[1].id, 4u);
-    ASSERT_EQ(second.clients.size(), 1u);
+    // c2, and the row that keeps retired number 1's highest sequence.
+    ASSERT_EQ(second.clients.size(), 2u);
     EXPECT_EQ(second.clients[0].uuid, "c2");
+    EXPECT_EQ(second.clients[1].uuid, head::State::retired_uuid(1));
+    EXPECT_EQ(second.clients[1].num, 1u);
     EXPECT_EQ(second.erase_pools, (std::vector<std::string>{"b"}));
     EXPECT_EQ(second.erase_actors, (std::vector<uint64_t>{3}));
     EXPECT_EQ(second.erase_clients, (std::vector<std::string>{"c1"}));
@@ -222,8 +225,21 @@ TEST_F(StoreTest, ACompactionWritesOnlyThePoolsActorsAndClientsThatChanged) {
   for (const auto& a : l.actors) incarnations[a.id] = a.incarnation;
   EXPECT_EQ(incarnations, (std::map<uint64_t, uint32_t>{{1, 1}, {2, 0}, {4, 0}}))
       << "3 left with b";
-  ASSERT_EQ(l.clients.size(), 1u) << "c1 was retired";
-  EXPECT_EQ(l.clients[0].uuid, "c2");
+  std::set<std::string> clients;
+  for (const auto& c : l.clients) clients.insert(c.uuid);
+  EXPECT_EQ(clients, (std::set<std::string>{"c2", head::State::retired_uuid(1)}))
+      << "c1 was retired";
+  // Loaded, the retired number is no client, and its next holder starts
+  // above its sequence.
+  head::State st;
+  st.recover(std::move(l));
+  EXPECT_EQ(st.clients.size(), 1u);
+  EXPECT_EQ(st.client_by_num.count(1), 0u);
+  EXPECT_EQ(st.retired_seqs.count(1), 1u);
+  st.apply_client(store::ClientRecord{"c3", 1, st.retired_seqs.at(1)});
+  EXPECT_EQ(st.retired_seqs.count(1), 0u);
+  EXPECT_EQ(st.compaction().erase_clients,
+            (std::vector<std::string>{head::State::retired_uuid(1)}));
 }
 
 // The journal files beside the store (PATH.journal.N and their WALs).
@@ -537,7 +553,7 @@ TEST(TaskRecordLayout, ARowWithoutTheAcceptTimeLoadsWithZero) {
 TEST(PoolRecordLayout, ARowWithoutAgingOrAffinityLoadsWithout) {
   store::PoolRecord p{"p", "T", "spot", 4, 1, 16, 2, "pack", "node-a", 5000, 1, "node-a"};
   const std::string bytes = pack(p);
-  const auto old = older_layout<store::PoolRecord>(bytes, 6);  // as a schema-8 head wrote it
+  const auto old = older_layout<store::PoolRecord>(bytes, 7);  // as a schema-8 head wrote it
   EXPECT_EQ(old.aging_ms, 0);
   EXPECT_EQ(old.max_per_node, 0);
   EXPECT_EQ(old.prefer, "");
@@ -548,28 +564,30 @@ TEST(PoolRecordLayout, ARowWithoutAgingOrAffinityLoadsWithout) {
   EXPECT_EQ(now.prefer, "node-a");
 }
 
-// Pools stored before Placement::beside, away_from and preempt load with
-// none of them.
+// Pools stored before Placement::beside, beside_soft, away_from and preempt
+// load with none of them.
 TEST(PoolRecordLayout, ARowWithoutPoolAffinityLoadsWithout) {
-  store::PoolRecord p{"p", "T", "spot", 4,        1,           16,        1,   "spread",
-                      "",  0,   1,      "node-a", "explorers", "trainer", true};
+  store::PoolRecord p{"p", "T", "spot", 4,        1,           16,        1,    "spread",
+                      "",  0,   1,      "node-a", "explorers", "trainer", true, true};
   const std::string bytes = pack(p);
-  const auto old = older_layout<store::PoolRecord>(bytes, 3);  // as a schema-9 head wrote it
+  const auto old = older_layout<store::PoolRecord>(bytes, 4);  // as a schema-9 head wrote it
   EXPECT_EQ(old.beside, "");
   EXPECT_EQ(old.away_from, "");
   EXPECT_FALSE(old.preempt);
+  EXPECT_FALSE(old.beside_soft);
   EXPECT_EQ(old.prefer, "node-a");
   EXPECT_EQ(old.max_per_node, 1);
   const auto now = unpack<store::PoolRecord>(bytes);
   EXPECT_EQ(now.beside, "explorers");
   EXPECT_EQ(now.away_from, "trainer");
   EXPECT_TRUE(now.preempt);
+  EXPECT_TRUE(now.beside_soft);
 }
 
 TEST(PoolRecordLayout, ARowWithoutThePlacementLoadsAsSpreadAnywhere) {
   store::PoolRecord p{"p", "T", "spot", 4, 1, 16, 2, "pack", "node-a"};
   const std::string bytes = pack(p);
-  const auto old = older_layout<store::PoolRecord>(bytes, 8);  // as a schema-6 head wrote it
+  const auto old = older_layout<store::PoolRecord>(bytes, 9);  // as a schema-6 head wrote it
   EXPECT_EQ(old.strategy, "spread");
   EXPECT_EQ(old.node, "");
   EXPECT_EQ(old.sp_degree, 2);

@@ -40,6 +40,10 @@ struct Placement {
   // neighbour later moves stays where it is (Kubernetes' "required during
   // scheduling, ignored during execution").
   std::string beside;
+  // `beside` as a preference only (near_pool): members go to a node with a
+  // member of that pool while one fits them, and elsewhere by the strategy
+  // when none does, rather than wait (a neighbour's node may be full).
+  bool beside_soft = false;
   // Anti-affinity between pools: members never share a node with a member of
   // the pool named here, whichever of the two is placed first, so that one
   // preemption takes members of at most one of them (a trainer and the
@@ -87,6 +91,12 @@ struct Placement {
   }
   Placement& beside_pool(std::string pool) {
     beside = std::move(pool);
+    beside_soft = false;
+    return *this;
+  }
+  Placement& near_pool(std::string pool) {
+    beside = std::move(pool);
+    beside_soft = true;
     return *this;
   }
   Placement& away_from_pool(std::string pool) {
