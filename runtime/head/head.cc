@@ -1336,6 +1336,15 @@ void Head::dispatch() {
       continue;
     }
     size_t n = pool.members.size();
+    if (pool.rec.preempt) {
+      // Idle members first: a call dealt to a busy one would wait behind its
+      // running call, or have it yield, while another member sat idle.
+      for (size_t k = 0; k < n && !pool.queue.empty(); ++k) {
+        Actor& a = state_.actors[pool.members[(pool.cursor + k) % n]];
+        if (a.phase != ActorPhase::kReady || a.credit <= 0 || a.leased > 0) continue;
+        lease(pool, a, state_.nodes[a.node]);
+      }
+    }
     while (!pool.queue.empty()) {
       bool leased_any = false;
       for (size_t k = 0; k < n && !pool.queue.empty(); ++k) {

@@ -221,6 +221,27 @@ TEST(Priority, APreemptivePoolHasRunningCallsYieldToHigherOnes) {
   s = rt.status();
   EXPECT_EQ(testing::counter(s, "preemption_requests"), 1u);
   EXPECT_EQ(testing::counter(s, "tasks_yielded_to_priority"), 2u);
+  // An idle member takes the urgent call: nothing yields, and the urgent
+  // call is answered while the long one still runs on the other member.
+  // A quick call first leaves the dealing's turn at the busy member.
+  {
+    auto pool = rt.pool<Stepper>("explore-idle", on_market("any").members(2).ahead(4).preemptive());
+    auto slow = pool.call(&Stepper::run, int64_t{1}, int64_t{400}, int64_t{10});
+    ASSERT_TRUE(wait_for_status(cluster.address(), [&](const ClusterStatus&) {
+      for (const auto& t : rt.tasks({.mailbox = "explore-idle", .state = "leased"}).tasks) {
+        if (t.has_checkpoint) return true;
+      }
+      return false;
+    }));
+    EXPECT_EQ(pool.call(&Stepper::run, int64_t{2}, int64_t{1}, int64_t{0}).get(60s).key, 2);
+    auto urgent = pool.with(CallOptions{.priority = 5})
+                      .call(&Stepper::run, int64_t{9}, int64_t{1}, int64_t{0});
+    EXPECT_EQ(urgent.get(60s).key, 9);
+    EXPECT_FALSE(slow.ready()) << "the urgent call waited for the long one";
+    EXPECT_FALSE(slow.get(60s).resumed) << "it yielded, though a member was idle";
+    rt.remove_pool("explore-idle");
+    EXPECT_EQ(testing::counter(rt.status(), "tasks_yielded_to_priority"), 2u);
+  }
   // Not preemptive: nothing yields.
   EXPECT_EQ(scenario("patient", on_market("any").members(2).ahead(1)), 0);
   EXPECT_EQ(testing::counter(rt.status(), "tasks_yielded_to_priority"), 2u);
