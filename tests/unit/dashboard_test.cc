@@ -23,6 +23,7 @@ ClusterStatus sample_status(size_t actors) {
                {{1, 34}, {0, 1200}}};
   p.waiting_for = "1 member(s) wait: none of 3 node(s) fits (1 without <Explorer> loaded)";
   p.aging_ms = 2000;
+  p.placement = "pack, near pool <rollouts>";
   p.answered = Latency{{0, 0, 0, 0, 0, 0, 10, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, 0.07, 10};
   s.pools = {p};
   for (size_t i = 1; i <= actors; ++i)
@@ -46,7 +47,8 @@ TEST(Dashboard, ShowsEveryPartOfTheStatus) {
         "<b>1</b>draining", "<b>1</b>dead", "<b>1,234</b>calls waiting", "<b>42</b>calls held",
         "7 / 12", "3 / 4", "1: 34  0: 1,200", "sp1</td>", "bad_frames_not_msgpack",
         "<td class=\"n\">99</td>", "http-equiv=\"refresh\"", "<td>7.5 ms / ",
-        "1 member(s) wait: none of 3 node(s) fits (1 without &lt;Explorer&gt; loaded)"}) {
+        "1 member(s) wait: none of 3 node(s) fits (1 without &lt;Explorer&gt; loaded)",
+        "is placed: pack, near pool &lt;rollouts&gt;"}) {
     EXPECT_NE(page.find(want), std::string::npos) << want;
   }
   EXPECT_EQ(page.find("The first"), std::string::npos) << "three actors are all listed";
@@ -73,6 +75,7 @@ TEST(StatusJson, CarriesTheStatusAndSurvivesBadBytesInNames) {
   EXPECT_EQ(j["pools"][0]["queued"], 1234);
   EXPECT_EQ(j["pools"][0]["queued_by_priority"][0][1], 34);
   EXPECT_EQ(j["pools"][0]["aging_ms"], 2000);
+  EXPECT_EQ(j["pools"][0]["placement"], "pack, near pool <rollouts>");
   EXPECT_NE(j["pools"][0]["waiting_for"].get<std::string>().find("none of 3 node(s) fits"),
             std::string::npos);
   EXPECT_EQ(j["actors"].size(), 2u);
