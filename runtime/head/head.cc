@@ -1283,24 +1283,20 @@ Task* Head::lease(Pool& pool, Actor& a, Node& n, const SpGroupState* group) {
   a.leased += 1;
   pool.leased += 1;
   n.leased += 1;
-  // Placement::preempt: the node has a running call of lower priority yield
-  // to this one only while no other member is idle (one would take it).
-  bool preempts = pool.rec.preempt;
-  for (size_t m = 0; preempts && m < pool.members.size(); ++m) {
-    auto o = state_.actors.find(pool.members[m]);
-    preempts = o == state_.actors.end() || o->first == a.rec.id ||
-               o->second.phase != ActorPhase::kReady || o->second.leased > 0;
-  }
   auto send = [&](uint64_t actor, const Node& to, SpGroup g) {
     Outbox& box = to_nodes_[to.peer];
     box.tasks.done_acked = to.done_committed;
     // SP members get no deadline of their own: a group starts together.
     const int64_t within =
         t.deadline_ms == 0 || g.size > 0 ? 0 : std::max<int64_t>(1, t.deadline_ms - wall_ms_);
-    box.tasks.tasks.push_back(
-        wire::Task{id, actor, e.epoch, t.method, t.args, t.attempts, t.has_checkpoint, t.checkpoint,
-                   std::move(g), within, t.priority, pool.rec.aging_ms,
-                   std::max<int64_t>(0, wall_ms_ - accepted_ms(t)), preempts});
+    box.tasks.tasks.push_back(wire::Task{id, actor, e.epoch, t.method, t.args, t.attempts,
+                                         t.has_checkpoint, t.checkpoint, std::move(g), within,
+                                         t.priority, pool.rec.aging_ms,
+                                         std::max<int64_t>(0, wall_ms_ - accepted_ms(t)),
+                                         // Placement::preempt: dispatch() gives every idle member
+                                         // a call first, so a lease that reaches a busy member is
+                                         // one no idle member could take.
+                                         pool.rec.preempt});
     box.batch_bytes += t.args.data.size() + t.method.size() + 32;
     if (box.batch_bytes > kBatchBytes) {
       box.frames.push_back(wire::encode(box.tasks));

@@ -55,6 +55,10 @@ class Mailbox {
     auto it = next_level(aging_ms, accepted_ms);
     return {it->second.front(), it->first};
   }
+  // A call's place in the order under aging: the earliest leaves first.
+  static int64_t virtual_start(int64_t accepted_ms, int32_t priority, int64_t aging_ms) {
+    return accepted_ms - int64_t{priority} * aging_ms;
+  }
   // Removes the ids for which `drop(id)` is true.
   template <class Pred>
   void erase_if(Pred drop) {
@@ -97,7 +101,7 @@ class Mailbox {
     auto best = first_nonempty();
     if (aging_ms == 0) return best;
     auto key = [&](Levels::iterator it) {
-      return accepted_ms(it->second.front()) - int64_t{it->first} * aging_ms;
+      return virtual_start(accepted_ms(it->second.front()), it->first, aging_ms);
     };
     int64_t best_key = key(best);
     for (auto it = std::next(best); it != levels_.end(); ++it) {

@@ -5,6 +5,7 @@
 // running task's should_yield() (ActorHost::push); the task commits, yields,
 // and goes back to the front of its priority, to resume from its commit.
 #include <algorithm>
+#include <limits>
 
 #include "head/head.h"
 
@@ -12,7 +13,8 @@ namespace spotlight::head {
 
 int64_t Head::urgency(const Task& t, int64_t aging_ms) const {
   // Lower runs first: the mailbox's order (Mailbox::pop_front).
-  return aging_ms > 0 ? accepted_ms(t) - int64_t{t.priority} * aging_ms : -int64_t{t.priority};
+  return aging_ms > 0 ? Mailbox::virtual_start(accepted_ms(t), t.priority, aging_ms)
+                      : -int64_t{t.priority};
 }
 
 void Head::preempt_for(Pool& pool) {
@@ -24,37 +26,36 @@ void Head::preempt_for(Pool& pool) {
     return q == state_.tasks.end() ? wall_ms_ : accepted_ms(q->second);
   };
   // The members that could be asked: ready, on a node that takes work, and
-  // not asked already (an asked one holds a lease beyond its credit).
+  // not asked already (an asked one holds a lease beyond its credit); for
+  // each, its most urgent leased call. The waiting call goes to a member
+  // only if it is more urgent than every call the member holds, so more
+  // urgent than the one it runs, which is then asked to yield.
+  constexpr int64_t kNone = std::numeric_limits<int64_t>::max();
+  std::unordered_map<uint64_t, int64_t> most_urgent;  // actor -> key
   std::set<std::string> nodes;
   for (uint64_t id : pool.members) {
     const Actor& a = state_.actors[id];
     if (a.phase != ActorPhase::kReady || a.credit != 0) continue;
     auto n = state_.nodes.find(a.node);
-    if (n != state_.nodes.end() && n->second.alive && !n->second.draining) nodes.insert(a.node);
+    if (n == state_.nodes.end() || !n->second.alive || n->second.draining) continue;
+    most_urgent.emplace(id, kNone);
+    nodes.insert(a.node);
   }
-  // Each such member's most urgent leased call: the waiting call goes to a
-  // member only if it is more urgent than every call the member holds, so
-  // more urgent than the one it runs, which is then asked to yield.
-  std::unordered_map<uint64_t, int64_t> most_urgent;  // actor -> key
   for (const std::string& node : nodes) {
     auto on = state_.leased_on.find(node);
     if (on == state_.leased_on.end()) continue;
     for (uint64_t tid : on->second) {
       const Task& t = state_.tasks.at(tid);
-      if (t.mailbox != pool.rec.name) continue;
-      auto a = state_.actors.find(t.actor);
-      if (a == state_.actors.end() || a->second.phase != ActorPhase::kReady ||
-          a->second.credit != 0 || a->second.node != node) {
-        continue;
-      }
-      const int64_t k = urgency(t, aging);
-      auto [it, fresh] = most_urgent.try_emplace(t.actor, k);
-      if (!fresh) it->second = std::min(it->second, k);
+      auto m = most_urgent.find(t.actor);
+      if (m == most_urgent.end() || state_.actors.at(t.actor).node != node) continue;
+      m->second = std::min(m->second, urgency(t, aging));
     }
   }
   // (key, actor): the member whose calls are least urgent first.
   std::vector<std::pair<int64_t, uint64_t>> victims;
-  for (const auto& [actor, k] : most_urgent) victims.emplace_back(k, actor);
+  for (const auto& [actor, k] : most_urgent) {
+    if (k != kNone) victims.emplace_back(k, actor);
+  }
   std::sort(victims.begin(), victims.end(), std::greater<>());
   size_t v = 0;
   while (v < victims.size() && !pool.queue.empty()) {

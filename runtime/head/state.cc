@@ -290,8 +290,7 @@ void State::apply_retire_client(const std::string& uuid) {
   const uint32_t num = it->second.rec.num;
   uint64_t& seq = retired_seqs[num];
   seq = std::max(seq, it->second.rec.max_seq);
-  dirty_retired.insert(num);
-  std::erase(erased_clients, retired_uuid(num));  // given out and retired again since
+  dirty_retired.insert(num);  // also erased, if given out since: the store erases, then writes
   client_by_num.erase(num);
   done_of.erase(num);
   calls_of.erase(num);
