@@ -17,7 +17,13 @@ constexpr int kMaxFramesPerTurn = 4096;
 // And at most about this many bytes: 4,096 full batches of calls are a
 // million calls, whose turn took 650 ms, long enough for the head to miss
 // its nodes' heartbeats and keep every other caller waiting on its commit.
-constexpr size_t kMaxBytesPerTurn = 4u << 20;
+// At 4 MiB such turns still took 60–130 ms to take in and 10–30 ms to
+// commit, the longest stall left once compactions no longer made one.
+constexpr size_t kMaxBytesPerTurn = 1u << 20;
+// A compaction's snapshot of a million changed tasks took the head 130–170 ms
+// in one turn (up to 600 ms on a bad run); copied this long per turn, it
+// delays no turn by more than about this.
+constexpr std::chrono::microseconds kSnapshotSlice{2000};
 // Keyed gets (the rendezvous KV, the object directory): keys are short
 // names, waits are bounded.
 constexpr size_t kMaxKey = 4096;
@@ -138,9 +144,10 @@ void Head::run() {
   while (!stopping_ || (!awaiting_goodbye_.empty() && now_ < stop_deadline_)) {
     if (stop_requested_.load()) break;
     try {
-      transport::poll(
-          items, 1,
-          std::chrono::milliseconds(std::min<int64_t>(50, opt_.heartbeat.count() / 2 + 1)));
+      // A snapshot being taken goes on in the next turn, whether or not a frame comes.
+      const int64_t wait_ms =
+          state_.snapshot_pending() ? 0 : std::min<int64_t>(50, opt_.heartbeat.count() / 2 + 1);
+      transport::poll(items, 1, std::chrono::milliseconds(wait_ms));
     } catch (const zmq::error_t& e) {
       if (e.num() != EINTR) throw;
     }
@@ -1472,6 +1479,19 @@ void Head::flush(std::map<std::string, Outbox>& boxes) {
 }
 
 void Head::maybe_compact(bool force) {
+  const auto t0 = transport::Clock::now();
+  if (state_.snapshot_pending()) {
+    // Taken over several turns: this one copies its share, a stopping head all.
+    if (!state_.snapshot_step(force ? std::chrono::microseconds::max() : kSnapshotSlice)) {
+      note_compaction_pause(t0);
+      return;
+    }
+    store_->compact(state_.take_snapshot());
+    note_compaction_pause(t0);
+    spdlog::debug("compaction snapshot taken; the tables are being written");
+    if (force) store_->finish_compaction();
+    return;
+  }
   if (!force && store_->compacting()) return;
   // Reaps the last compaction's thread; throws if it failed, which stops the
   // head now rather than at its next commit (the store takes no more).
@@ -1482,19 +1502,25 @@ void Head::maybe_compact(bool force) {
   }
   if (store_->journal_entries() > 0 || state_.meta_dirty() || !state_.dirty_tasks.empty() ||
       !state_.erased_tasks.empty()) {
-    const auto t0 = transport::Clock::now();
-    const size_t entries = store_->journal_entries(), bytes = store_->journal_bytes();
-    store_->compact(state_.compaction());
+    // The cut: this turn's commit is the last entry the tables will hold.
+    spdlog::debug("compaction of {} journal entries ({} bytes) begun; {} tasks to copy",
+                  store_->journal_entries(), store_->journal_bytes(), state_.dirty_tasks.size());
+    store_->begin_compaction();
+    state_.begin_snapshot();
     count("compactions");
-    // The head's own part: the snapshot and a new journal file; the store
-    // writes the tables on its own thread. Status shows the longest.
-    const uint64_t ms = static_cast<uint64_t>(transport::ms_since(t0));
-    auto& longest = counters_["compaction_ms_max"];
-    longest = std::max(longest, ms);
-    spdlog::debug("compaction of {} journal entries ({} bytes) started; the head paused {} ms",
-                  entries, bytes, ms);
+    maybe_compact(force);  // this turn's share of the copying
+    return;
   }
   if (force) store_->finish_compaction();  // a stopping head leaves the tables written
+}
+
+// The head's own part of a compaction, per turn: the cut, then a share of the
+// snapshot (the store writes the tables on its own thread). Status shows the
+// longest.
+void Head::note_compaction_pause(transport::Clock::time_point t0) {
+  const uint64_t ms = static_cast<uint64_t>(transport::ms_since(t0));
+  auto& longest = counters_["compaction_ms_max"];
+  longest = std::max(longest, ms);
 }
 
 ClusterStatus Head::status() const {

@@ -276,6 +276,7 @@ class Head {
   void forgive_absence(transport::Clock::time_point previous);
   void send_heartbeats();
   void maybe_compact(bool force);
+  void note_compaction_pause(transport::Clock::time_point t0);
 
   void reply_error(const std::string& peer, wire::ErrorCode code, const std::string& msg,
                    uint64_t rid);

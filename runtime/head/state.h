@@ -7,6 +7,7 @@
 // peers that say hello.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -115,8 +116,12 @@ enum class ActorPhase { kPending, kPlacing, kReady };
 const char* to_string(ActorPhase p);
 
 struct Task : TaskRecord {
-  bool in_snapshot = false;  // a row exists in the tasks table
-  bool dirty = false;        // changed since the last compaction (listed in State::dirty_tasks)
+  // A row exists in the tasks table (or will, once the snapshot taken is written).
+  bool in_snapshot = false;
+  // The generation (State::gen) in which it last changed, listed in
+  // State::dirty_tasks then; 0 when its row is up to date. A task of the
+  // generation a snapshot is being taken of (State::snap_gen) is owed to it.
+  uint32_t dirty_gen = 0;
   // For the pool's latency histograms (Pool::latency), not durable: when
   // this boot accepted the call, and when it last entered its mailbox or
   // its lease. Unset (epoch) for a call a restarted head took over.
@@ -265,10 +270,14 @@ class State {
   uint64_t next_actor = 1;
   uint32_t next_client = 1;
 
-  // Ids touched since the last compaction (a flag on the task keeps each
-  // listed once; forgotten ones are skipped at compaction), and rows to delete.
+  // Ids touched since the last snapshot began (Task::dirty_gen keeps each
+  // listed once; forgotten ones are skipped), and rows to delete.
   std::vector<uint64_t> dirty_tasks;
   std::vector<uint64_t> erased_tasks;
+  // Generations of change: gen is the current one; snap_gen, while a
+  // snapshot is being taken, the one it is of (0: none).
+  uint32_t gen = 1;
+  uint32_t snap_gen = 0;
   // The same for pools, actors and clients (by name, id and uuid).
   std::set<std::string> dirty_pools;
   std::set<uint64_t> dirty_actors;
@@ -332,9 +341,13 @@ class State {
   // Lists a finished task under its caller (done_of).
   void index_done(const Task& t);
   void trim(uint32_t caller, DoneList& d);
-  void mark_dirty(uint64_t id, Task& t) {
-    if (!t.dirty) dirty_tasks.push_back(id);
-    t.dirty = true;
+  // Called before a task's durable fields change: a task still owed to the
+  // snapshot being taken goes into it first, as it was at the snapshot's cut.
+  void will_change(uint64_t id, Task& t) {
+    if (t.dirty_gen == gen) return;
+    if (t.dirty_gen != 0 && t.dirty_gen == snap_gen) copy_to_snapshot(t);
+    dirty_tasks.push_back(id);
+    t.dirty_gen = gen;
   }
 
   // Loads tables and replays the journal; then puts every queued task back in
@@ -342,7 +355,28 @@ class State {
   void recover(store::Loaded&& loaded);
   // Replays one journal entry; throws on a corrupt entry.
   void replay(std::string_view entry);
+  // A compaction's snapshot, taken over several turns so that a million
+  // changed tasks do not stop the head for a fifth of a second in one.
+  // begin_snapshot() is called at the cut, right after a commit (the store
+  // starts a new journal file there): it takes the pools, actors, clients and
+  // erased rows at once and lists the changed tasks as owed. Each
+  // snapshot_step() copies owed tasks for about `budget`; a task about to
+  // change or be erased first is copied by will_change/erase_task, so every
+  // row holds the task as it was at the cut, which the journal files after
+  // the cut then replay from. take_snapshot() hands it over once no task is
+  // owed. compaction() does all three at once.
+  void begin_snapshot();
+  bool snapshot_pending() const { return snap_gen != 0; }
+  // Returns true once no task is owed.
+  bool snapshot_step(std::chrono::microseconds budget);
+  store::Compaction take_snapshot();
   store::Compaction compaction();
+
+ private:
+  void copy_to_snapshot(Task& t);
+  store::Compaction snap_;      // the snapshot being taken
+  std::vector<uint64_t> owed_;  // the ids listed as changed at its cut
+  size_t owed_next_ = 0;        // how far snapshot_step has gone through them
 };
 
 }  // namespace spotlight::head

@@ -280,21 +280,30 @@ class SqliteStore final : public Store {
     bytes_ += entry.size();
   }
 
-  void compact(Compaction c) override {
+  void begin_compaction() override {
+    if (cut_) throw std::logic_error("store: a compaction was already begun");
     finish_compaction();  // one at a time
-    // `c` holds everything journaled so far: later entries go to a new file,
-    // and the tables are written beside the head's work, on a thread.
+    // Everything journaled so far is folded by the next compact(): later
+    // entries go to a new file.
     auto next = std::make_unique<JournalFile>(journal_path(gen_ + 1), durability_);
-    std::unique_ptr<JournalFile> last = std::move(journal_);
+    cut_last_ = std::move(journal_);
     journal_ = std::move(next);
     old_gens_.push_back(gen_++);
     folding_ = std::move(old_gens_);
     old_gens_.clear();
+    cut_base_ = next_seq_;
+    cut_ = true;
     entries_ = 0;
     bytes_ = 0;
+  }
+
+  void compact(Compaction c) override {
+    if (!cut_) begin_compaction();
+    cut_ = false;
+    // The tables are written beside the head's work, on a thread.
     compacting_ = true;
-    compactor_ =
-        std::thread([this, c = std::move(c), last = std::move(last), base = next_seq_]() mutable {
+    compactor_ = std::thread(
+        [this, c = std::move(c), last = std::move(cut_last_), base = cut_base_]() mutable {
           try {
             write_tables(c, base);
             last.reset();
@@ -447,7 +456,12 @@ class SqliteStore final : public Store {
   std::unique_ptr<JournalFile> journal_;  // PATH.journal.<gen_>, appended to
   int64_t gen_ = 0;
   std::vector<int64_t> old_gens_;  // older journal files, not yet folded into the tables
-  std::vector<int64_t> folding_;   // those the running compaction folds
+  std::vector<int64_t> folding_;   // those the running (or begun) compaction folds
+  // Between begin_compaction() and compact(): the journal file just left,
+  // and the first entry number after the cut.
+  bool cut_ = false;
+  std::unique_ptr<JournalFile> cut_last_;
+  int64_t cut_base_ = 0;
   std::thread compactor_;
   std::atomic<bool> compacting_{false};
   // Set by the compactor thread when it fails (read after joining it): every

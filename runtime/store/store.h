@@ -144,6 +144,12 @@ class Store {
   // write (append, compact, finish_compaction throw), since the head has
   // let go of that snapshot; a restart replays what the files hold.
   virtual void compact(Compaction c) = 0;
+  // The first half of compact(), for a head that takes its snapshot over
+  // several turns: what was appended so far is to be folded by the next
+  // compact(), and appends go to a new journal file from here. Waits for a
+  // compaction still running first. compact() called later writes the tables
+  // as of this cut; the snapshot handed to it must be the state at the cut.
+  virtual void begin_compaction() = 0;
   virtual bool compacting() const = 0;
   // Waits for the running compaction, if any; throws if one failed.
   virtual void finish_compaction() = 0;

@@ -12,6 +12,7 @@
 #include <set>
 
 #include "head/state.h"
+#include "support/journal_turn.h"
 #include "support/sqlite.h"
 #include "support/task_record.h"
 #include "wire/child_ids.h"
@@ -699,35 +700,16 @@ TEST_F(StoreTest, ATasksCallsStayUntilItIsDone) {
     t.parent = parent;
     return t;
   };
-  // Journals and applies one turn's events.
-  struct Turn {
-    store::Store& s;
-    head::State& st;
-    head::Journal j;
-    void accept(const store::TaskRecord& t) {
-      j.add(head::EventKind::kAccept, t), st.apply_accept(t);
-    }
-    void finish(uint64_t id) {
-      head::FinishEvent e{id, true, 0, "", Blob{pack(int64_t{1})}};
-      j.add(head::EventKind::kFinish, e), st.apply_finish(e);
-    }
-    void forget(uint64_t id, uint32_t caller) {
-      auto done = st.apply_forget({id}, caller);
-      if (!done.empty()) j.add(head::EventKind::kForget, done);
-    }
-    ~Turn() { s.append(j.bytes()); }
-  };
+  using Turn = testing::JournalTurn;
   {
     auto s = store::open_sqlite(path_);
     s->open();
     head::State st;
     {
       Turn t{*s, st, {}};
-      store::PoolRecord pool{"p", "T", "any", 1, 1, 16};
-      t.j.add(head::EventKind::kPool, pool), st.apply_pool(pool);
+      t.pool(store::PoolRecord{"p", "T", "any", 1, 1, 16});
       t.accept(task(parent, 1, "p"));
-      head::LeaseEvent lease{parent, 10, 1, "n1"};
-      t.j.add(head::EventKind::kLease, lease), st.apply_lease(lease);
+      t.lease(parent, 10);
       t.accept(child_of(child, 2));
       t.accept(child_of(late, 3));
       t.finish(child);
