@@ -1,9 +1,9 @@
 // The calls the head holds, for operators (`spotlight tasks`) and programs
 // (Runtime::tasks): which are waiting, where the leased ones run, how the
-// finished ones ended. Read-only. Leased calls, and a pool's waiting ones,
-// come from the head's indexes (State::leased_on, the pool's mailbox); other
-// queries scan the task table, which a million queued calls make a pause of
-// tens of milliseconds.
+// finished ones ended. Read-only. Leased calls (all, or one node's), and a
+// pool's waiting ones, come from the head's indexes (State::leased_on, the
+// pool's mailbox); other queries scan the task table, which a million
+// queued calls make a pause of tens of milliseconds.
 #include <algorithm>
 #include <stdexcept>
 
@@ -23,6 +23,32 @@ const char* state_name(TaskState s) {
   }
   return "unknown";
 }
+
+// "ok", "error", or an error kind's name: the outcomes a query may ask for.
+bool known_outcome(const std::string& o) {
+  if (o == "ok" || o == "error") return true;
+  for (int k = static_cast<int>(ErrorKind::kMethod); k <= static_cast<int>(ErrorKind::kCancelled);
+       ++k) {
+    if (o == to_string(static_cast<ErrorKind>(k))) return true;
+  }
+  return false;
+}
+
+std::string outcome_of(const Task& t) {
+  return t.ok ? "ok" : to_string(static_cast<ErrorKind>(t.kind));
+}
+
+// The state a query asks for: its own, or the one its node or outcome implies.
+std::string wanted_state(const TaskQuery& q) {
+  if (!q.node.empty() && !q.outcome.empty())
+    throw std::invalid_argument("a query by node lists leased calls, which have no outcome yet");
+  const char* implied = !q.node.empty() ? "leased" : !q.outcome.empty() ? "done" : nullptr;
+  if (implied && !q.state.empty() && q.state != implied) {
+    throw std::invalid_argument(std::string("a query by ") + (q.node.empty() ? "outcome" : "node") +
+                                " lists " + implied + " calls, not " + q.state + " ones");
+  }
+  return implied ? implied : q.state;
+}
 }  // namespace
 
 TaskList Head::list_tasks(const TaskQuery& q) const {
@@ -33,17 +59,34 @@ TaskList Head::list_tasks(const TaskQuery& q) const {
     throw std::invalid_argument("a task list holds 1 to " + std::to_string(kMaxTaskList) +
                                 " tasks, not " + std::to_string(q.limit));
   }
+  if (!q.outcome.empty() && !known_outcome(q.outcome)) {
+    throw std::invalid_argument(
+        "an outcome is ok, error or an error kind (method, rejected, "
+        "preempted, crashed, timed_out, failed, connection, cancelled), "
+        "not '" +
+        q.outcome + "'");
+  }
+  const std::string state = wanted_state(q);
   std::vector<const Task*> match;
   auto consider = [&](const Task& t) {
     if (!q.mailbox.empty() && t.mailbox != q.mailbox) return;
-    if (!q.state.empty() && q.state != state_name(t.state)) return;
+    if (!state.empty() && state != state_name(t.state)) return;
+    if (!q.method.empty() && t.method != q.method) return;
+    if (q.caller != 0 && t.caller != q.caller) return;
+    if (!q.outcome.empty()) {
+      if (q.outcome == "error" ? t.ok : outcome_of(t) != q.outcome) return;
+    }
     match.push_back(&t);
   };
-  if (q.state == "leased") {
+  if (!q.node.empty()) {
+    if (auto it = state_.leased_on.find(q.node); it != state_.leased_on.end()) {
+      for (uint64_t id : it->second) consider(state_.tasks.at(id));
+    }
+  } else if (state == "leased") {
     for (const auto& [node, ids] : state_.leased_on) {
       for (uint64_t id : ids) consider(state_.tasks.at(id));
     }
-  } else if (q.state == "queued" && !q.mailbox.empty()) {
+  } else if (state == "queued" && !q.mailbox.empty()) {
     if (auto p = state_.pools.find(q.mailbox); p != state_.pools.end()) {
       for (uint64_t id : p->second.queue.ids()) {
         if (auto t = state_.tasks.find(id); t != state_.tasks.end()) consider(t->second);
@@ -77,8 +120,7 @@ TaskList Head::list_tasks(const TaskQuery& q) const {
     }
     info.has_checkpoint = t.has_checkpoint;
     info.deadline_ms = t.deadline_ms;
-    if (t.state == TaskState::kDone)
-      info.outcome = t.ok ? "ok" : to_string(static_cast<ErrorKind>(t.kind));
+    if (t.state == TaskState::kDone) info.outcome = outcome_of(t);
     info.args_bytes = t.args.data.size();
     auto ms_since = [&](transport::Clock::time_point at) -> int64_t {
       if (at == transport::Clock::time_point{}) return -1;

@@ -30,7 +30,9 @@ namespace spotlight::wire {
 //    the options of an existing pool that a second create asked to change;
 //    preemption by priority (CreatePool.preempt, Task.preemptive); ErrorCode::kRefused;
 //    Welcome.seq_floor.
-inline constexpr uint16_t kProtocolVersion = 10;
+// 11: TaskQuery.method, node, outcome and caller (an older head would list
+//    every call, unfiltered).
+inline constexpr uint16_t kProtocolVersion = 11;
 
 enum class MsgType : uint16_t {
   kError = 1,

@@ -140,5 +140,81 @@ TEST(TaskList, ListsWaitingLeasedAndFinishedCallsByPoolAndState) {
   EXPECT_THROW(rt.tasks({.limit = 0}), RejectedError);
 }
 
+// Filters by method, node, outcome and caller: the failed calls of a
+// pool, what one node runs, one driver's calls.
+TEST(TaskList, FiltersByMethodNodeOutcomeAndCaller) {
+  testing::TempDir dir("task-filter");
+  LocalCluster cluster(cluster_options(1));
+  auto rt = cluster.connect();
+  auto workers = rt.spawn<Worker>("filter-workers");
+  auto gate = rt.spawn<Gate>("filter-gate");
+  Future<int64_t> held = gate.call(&Gate::pass, dir.path(), int64_t{0});
+  std::vector<uint64_t> gone_ids;
+  {
+    // A driver that leaves once its calls are accepted: nobody acknowledges
+    // their results, so the head lists them, finished, until they expire.
+    auto gone = cluster.connect();
+    auto w = gone.actor<Worker>("filter-workers");
+    gone_ids.push_back(w.call(&Worker::twice, int64_t{1}).task_id());
+    gone_ids.push_back(w.call(&Worker::twice, int64_t{2}).task_id());
+    gone_ids.push_back(w.call(&Worker::fail, std::string("boom")).task_id());
+    gone.wait_accepted();
+  }
+  ASSERT_TRUE(wait_for_status(cluster.address(), [&](const ClusterStatus&) {
+    return rt.tasks({.state = "done"}).matching == 3 && rt.tasks({.state = "leased"}).matching == 1;
+  }));
+  const TaskList leased = rt.tasks({.state = "leased"});
+  const std::string node = leased.tasks.at(0).node;
+  const uint32_t mine = leased.tasks.at(0).caller;
+  const uint32_t theirs = rt.tasks({.state = "done"}).tasks.at(0).caller;
+  ASSERT_NE(mine, theirs);
+
+  EXPECT_EQ(ids_of(rt.tasks({.method = "twice"})),
+            (std::vector<uint64_t>{gone_ids[0], gone_ids[1]}));
+  EXPECT_EQ(ids_of(rt.tasks({.outcome = "ok"})), (std::vector<uint64_t>{gone_ids[0], gone_ids[1]}));
+  const TaskList failed = rt.tasks({.outcome = "error"});
+  EXPECT_EQ(ids_of(failed), std::vector<uint64_t>{gone_ids[2]});
+  EXPECT_EQ(failed.tasks.at(0).outcome, "method");
+  EXPECT_EQ(rt.tasks({.outcome = "method"}).matching, 1u);
+  EXPECT_EQ(rt.tasks({.outcome = "cancelled"}).matching, 0u);
+  EXPECT_EQ(rt.tasks({.mailbox = "filter-gate", .outcome = "error"}).matching, 0u);
+  EXPECT_EQ(ids_of(rt.tasks({.caller = theirs})), gone_ids);
+  EXPECT_EQ(ids_of(rt.tasks({.caller = mine})), std::vector<uint64_t>{held.task_id()});
+  EXPECT_EQ(ids_of(rt.tasks({.node = node})), std::vector<uint64_t>{held.task_id()});
+  EXPECT_EQ(rt.tasks({.method = "twice", .node = node}).matching, 0u);
+  EXPECT_EQ(rt.tasks({.node = "no-such-node"}).matching, 0u);
+  EXPECT_EQ(rt.tasks({.state = "leased", .method = "pass"}).matching, 1u);
+
+  // Contradictions and unknown outcomes are refused with the reason.
+  auto refused = [&](const TaskQuery& q, const std::string& why) {
+    try {
+      rt.tasks(q);
+      ADD_FAILURE() << "accepted; expected: " << why;
+    } catch (const RejectedError& e) {
+      EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
+    }
+  };
+  refused({.state = "queued", .node = node}, "a query by node lists leased calls, not queued");
+  refused({.state = "leased", .outcome = "ok"}, "a query by outcome lists done calls");
+  refused({.node = node, .outcome = "ok"}, "which have no outcome yet");
+  refused({.outcome = "exploded"}, "an outcome is ok, error or an error kind");
+
+  // The CLI filters the same, and refuses an unknown outcome itself.
+  const std::string cli = std::string(SPOTLIGHT_TEST_BIN) + " tasks --key " + cluster.key() +
+                          " --address " + cluster.address();
+  auto js = testing::run_command(cli + " --outcome error --json");
+  ASSERT_EQ(js.code, 0) << js.out;
+  EXPECT_EQ(nlohmann::json::parse(js.out)["matching"], 1) << js.out;
+  auto by_node = testing::run_command(cli + " --node " + node + " --method pass --json");
+  ASSERT_EQ(by_node.code, 0) << by_node.out;
+  EXPECT_EQ(nlohmann::json::parse(by_node.out)["tasks"][0]["id"], held.task_id()) << by_node.out;
+  auto bad = testing::run_command(cli + " --outcome exploded");
+  EXPECT_NE(bad.code, 0);
+  EXPECT_NE(bad.out.find("exploded"), std::string::npos) << bad.out;
+
+  open_gate(dir.path());
+  EXPECT_EQ(held.get(60s), 0);
+}
+
 }  // namespace
 }  // namespace spotlight

@@ -54,6 +54,8 @@ TEST(Codec, EveryMessageTypeRoundTrips) {
   round_trip(Cancel{{(3ull << 40) | 1, (5ull << 40) | 9}, false});
   round_trip(CancelReply{{1, 2, 3}});
   round_trip(TaskQuery{"explorers", "leased", 10});
+  round_trip(TaskQuery{"explorers", "", 10, "explore", "node-1", "", 3});
+  round_trip(TaskQuery{.outcome = "error"});
   round_trip(TaskList{{TaskInfo{(3ull << 40) | 1, "explorers", "rollout", "leased", 2, 1, 3, 3, 0,
                                 "node-1", 4, true, 1764000000000, "", 120}},
                       7});

@@ -146,6 +146,16 @@ void add_status(CLI::App& app) {
       ->check(CLI::IsMember({"queued", "leased", "done"}));
   tk->add_option("--limit", query->limit, "At most this many, the earliest accepted first")
       ->check(CLI::Range(1, 100000));
+  tk->add_option("--method", query->method, "Only the calls of this method");
+  tk->add_option("--node", query->node, "Only the calls leased on this node");
+  tk->add_option("--outcome", query->outcome,
+                 "Only the finished calls that ended so: ok, error (any failure) or one error "
+                 "kind")
+      ->check(CLI::IsMember({"ok", "error", "method", "rejected", "preempted", "crashed",
+                             "timed_out", "failed", "connection", "cancelled"}));
+  tk->add_option("--caller", query->caller,
+                 "Only the calls whose result goes to this client number (the caller column)")
+      ->check(CLI::Range(1u, (1u << 23) - 1));
   tk->add_flag("--json", *tasks_json, "Print one JSON object");
   tk->add_option("--address", *tasks_address, "HOST:PORT of the head ($SPOTLIGHT_ADDRESS)");
   add_key_option(tk);

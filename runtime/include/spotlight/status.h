@@ -159,7 +159,14 @@ struct TaskQuery {
   std::string mailbox{};  // (initializers: a designated list may name only some fields)
   std::string state{};    // queued, leased or done
   uint32_t limit = 100;  // at most this many, the earliest accepted first (1..100,000)
-  MSGPACK_DEFINE(mailbox, state, limit)
+  std::string method{};  // calls of this method
+  std::string node{};    // calls leased on this node (implies state leased)
+  // Finished calls that ended so (implies state done): "ok", "error" (any
+  // failure), or one error kind as TaskInfo::outcome names it ("cancelled",
+  // "method", "crashed", ...).
+  std::string outcome{};
+  uint32_t caller = 0;  // calls whose result goes to this client number (TaskInfo::caller); 0: any
+  MSGPACK_DEFINE(mailbox, state, limit, method, node, outcome, caller)
 };
 
 struct TaskList {
