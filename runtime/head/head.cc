@@ -670,10 +670,10 @@ void Head::on_calls(Client& c, wire::Calls& calls) {
       deadlines_.emplace(t.deadline_ms, t.id);
     }
     record(EventKind::kAccept, t);
-    Task& held = state_.apply_accept(t, &c.rec);
+    Task& held = state_.apply_accept(std::move(t), &c.rec);
     held.accepted_at = held.since = now_;
-    state_.enqueue(pit->second, t.priority, t.id);
-    accepted.ids.push_back(t.id);
+    state_.enqueue(pit->second, held.priority, held.id);
+    accepted.ids.push_back(held.id);
   }
 }
 

@@ -323,7 +323,7 @@ class State {
   void enqueue(Pool& p, int32_t priority, uint64_t id, bool front = false);
   // `maker`: the record of the client that made the call (the live head has
   // it at hand), else found by the id's prefix.
-  Task& apply_accept(const TaskRecord& t, ClientRecord* maker = nullptr);
+  Task& apply_accept(TaskRecord t, ClientRecord* maker = nullptr);
   void apply_lease(const LeaseEvent& e);
   void apply_finish(const FinishEvent& e);
   void apply_requeue(const RequeueEvent& e);
