@@ -1482,7 +1482,11 @@ void Head::maybe_compact(bool force) {
   const auto t0 = transport::Clock::now();
   if (state_.snapshot_pending()) {
     // Taken over several turns: this one copies its share, a stopping head all.
-    if (!state_.snapshot_step(force ? std::chrono::microseconds::max() : kSnapshotSlice)) {
+    const bool done =
+        force ? state_.snapshot_step(std::chrono::microseconds::max())
+              : state_.snapshot_step(kSnapshotSlice,
+                                     opt_.snapshot_records > 0 ? opt_.snapshot_records : SIZE_MAX);
+    if (!done) {
       note_compaction_pause(t0);
       return;
     }
@@ -1537,6 +1541,10 @@ ClusterStatus Head::status() const {
   s.counters["kv_bytes"] = kv_bytes_;
   // Client records held: connected, or gone and not yet retired.
   s.counters["clients_known"] = state_.clients.size();
+  // Tasks a compaction's snapshot has yet to look at (0: none being taken).
+  s.counters["snapshot_tasks_left"] = state_.snapshot_left();
+  // ... and those copied before they changed or went (State::will_change).
+  s.counters["snapshot_tasks_copied_early"] = state_.snapshot_copied_early;
   s.counters["turn_gap_ms_max"] = static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::milliseconds>(longest_turn_gap_).count());
   s.metrics_address = metrics_address();

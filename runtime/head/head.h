@@ -43,6 +43,9 @@ struct HeadOptions {
   // the bytes bound keeps each one short (and a restart's replay) under load.
   size_t compact_every = 4096;               // journal entries between compactions
   size_t compact_bytes = 64u << 20;          // journal bytes between compactions
+  // For tests: a compaction's snapshot copies at most this many tasks per
+  // turn (0: as many as about 2 ms allow), so that it spans many turns.
+  size_t snapshot_records = 0;
   std::string port_file;                     // written with the bound port once listening
   // Who may connect (transport/cluster_key.h): 64 hex digits, "none" (no
   // CURVE: anyone who reaches the port), or empty: the key kept beside the

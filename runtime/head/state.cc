@@ -309,7 +309,10 @@ void State::apply_retire_client(const std::string& uuid) {
 void State::erase_task(std::unordered_map<uint64_t, Task>::iterator it) {
   // Owed to the snapshot being taken: its row must hold the task as it was
   // at the cut, since the journal after the cut replays this erasure.
-  if (it->second.dirty_gen != 0 && it->second.dirty_gen == snap_gen) copy_to_snapshot(it->second);
+  if (it->second.dirty_gen != 0 && it->second.dirty_gen == snap_gen) {
+    copy_to_snapshot(it->second);
+    ++snapshot_copied_early;
+  }
   uncount_call(it->second.caller);
   count_foreign(it->first, it->second.caller, -1);
   unindex_lease(it->second);
@@ -428,11 +431,12 @@ void State::copy_to_snapshot(Task& t) {
   t.dirty_gen = 0;
 }
 
-bool State::snapshot_step(std::chrono::microseconds budget) {
+bool State::snapshot_step(std::chrono::microseconds budget, size_t max_records) {
   const auto start = std::chrono::steady_clock::now();
-  while (owed_next_ < owed_.size()) {
+  const size_t last = owed_next_ + std::min(max_records, snapshot_left());
+  while (owed_next_ < last) {
     // Looks at the clock every 1,024 records (about 0.2 ms).
-    const size_t end = std::min(owed_.size(), owed_next_ + 1024);
+    const size_t end = std::min(last, owed_next_ + 1024);
     for (; owed_next_ < end; ++owed_next_) {
       auto it = tasks.find(owed_[owed_next_]);
       // Gone (its row, if any, is erased), listed twice, or copied before it changed.

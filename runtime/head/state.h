@@ -278,6 +278,8 @@ class State {
   // snapshot is being taken, the one it is of (0: none).
   uint32_t gen = 1;
   uint32_t snap_gen = 0;
+  // Tasks copied into a snapshot because they were about to change or go.
+  uint64_t snapshot_copied_early = 0;
   // The same for pools, actors and clients (by name, id and uuid).
   std::set<std::string> dirty_pools;
   std::set<uint64_t> dirty_actors;
@@ -345,7 +347,10 @@ class State {
   // snapshot being taken goes into it first, as it was at the snapshot's cut.
   void will_change(uint64_t id, Task& t) {
     if (t.dirty_gen == gen) return;
-    if (t.dirty_gen != 0 && t.dirty_gen == snap_gen) copy_to_snapshot(t);
+    if (t.dirty_gen != 0 && t.dirty_gen == snap_gen) {
+      copy_to_snapshot(t);
+      ++snapshot_copied_early;
+    }
     dirty_tasks.push_back(id);
     t.dirty_gen = gen;
   }
@@ -367,8 +372,11 @@ class State {
   // owed. compaction() does all three at once.
   void begin_snapshot();
   bool snapshot_pending() const { return snap_gen != 0; }
-  // Returns true once no task is owed.
-  bool snapshot_step(std::chrono::microseconds budget);
+  // Returns true once no task is owed. `max_records` caps the tasks it looks
+  // at (tests, HeadOptions::snapshot_records).
+  bool snapshot_step(std::chrono::microseconds budget, size_t max_records = SIZE_MAX);
+  // The tasks listed as owed that snapshot_step has not looked at yet.
+  size_t snapshot_left() const { return owed_.size() - owed_next_; }
   store::Compaction take_snapshot();
   store::Compaction compaction();
 

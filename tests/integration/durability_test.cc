@@ -121,6 +121,48 @@ TEST(Durability, KillNineAfterCompactionsLosesNothing) {
   kill_while_queued_then_finish(cluster, rec, "parked", 500, "spot");
 }
 
+// A compaction's snapshot taken over many turns (--snapshot-records 1: one
+// task per turn). A head killed while it is being taken leaves the tables
+// of the compaction before and loses nothing; a node that leases, finishes
+// and forgets the tasks it still owes (copied first, as they were at its
+// cut) loses nothing either, nor runs a call twice.
+TEST(Durability, KillNineWhileASnapshotIsTakenLosesNothing) {
+  ClusterOptions o = cluster_options(0);
+  o.head_args = {"--compact-mib", "0.25", "--snapshot-records", "1"};
+  LocalCluster cluster(o);
+  auto rt = cluster.connect();
+  auto rec = rt.spawn<Recorder>("snapshotted", on_market("spot"));
+  std::vector<Future<int64_t>> fs;
+  auto submit = [&](int n) {
+    const int from = static_cast<int>(fs.size());
+    for (int i = from; i < from + n; ++i) fs.push_back(rec.call(&Recorder::record, int64_t{i}));
+    rt.wait_accepted(std::chrono::seconds(60));
+  };
+  auto snapshot_begun = [&] {
+    return wait_for_status(cluster.address(), [](const ClusterStatus& s) {
+      return testing::counter(s, "snapshot_tasks_left") > 0;
+    });
+  };
+  submit(40000);
+  // A restarted head holds every task as changed since the last compaction:
+  // the next snapshot owes all of them, some 40,000 turns' worth.
+  cluster.kill_head(SIGKILL);
+  cluster.start_head();
+  submit(10000);  // 0.25 MiB of journal and more: the next compaction begins
+  ASSERT_TRUE(snapshot_begun());
+  cluster.kill_head(SIGKILL);  // within a few milliseconds of seeing it with tasks left
+  cluster.start_head();
+  const ClusterStatus back = cluster_status(cluster.address());
+  EXPECT_EQ(back.tasks_live, fs.size()) << "every accepted call, from the older files";
+  EXPECT_EQ(find_pool(back, "snapshotted")->queued, fs.size());
+
+  submit(10000);
+  ASSERT_TRUE(snapshot_begun());
+  finish_on_new_nodes(cluster, rec, fs, "spot");  // they run while the snapshot is taken
+  EXPECT_GT(testing::counter(cluster_status(cluster.address()), "snapshot_tasks_copied_early"), 0u)
+      << "no task changed while it was owed: the snapshot ended before the node began";
+}
+
 // A compaction that cannot write the store's tables (here a trigger makes
 // SQLite refuse them) stops the head with the reason: it cannot take that
 // snapshot again. Nothing it accepted is lost: a head restarted on the

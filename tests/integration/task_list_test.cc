@@ -144,15 +144,16 @@ TEST(TaskList, ListsWaitingLeasedAndFinishedCallsByPoolAndState) {
 // pool, what one node runs, one driver's calls.
 TEST(TaskList, FiltersByMethodNodeOutcomeAndCaller) {
   testing::TempDir dir("task-filter");
-  LocalCluster cluster(cluster_options(1));
+  LocalCluster cluster(cluster_options(1));  // a reserved node, for the gate
   auto rt = cluster.connect();
-  auto workers = rt.spawn<Worker>("filter-workers");
+  auto workers = rt.spawn<Worker>("filter-workers", on_market("spot"));
   auto gate = rt.spawn<Gate>("filter-gate");
   Future<int64_t> held = gate.call(&Gate::pass, dir.path(), int64_t{0});
   std::vector<uint64_t> gone_ids;
   {
-    // A driver that leaves once its calls are accepted: nobody acknowledges
-    // their results, so the head lists them, finished, until they expire.
+    // A driver that leaves once its calls are accepted, before any node can
+    // run them: nobody acknowledges their results, so the head lists them,
+    // finished, until they expire.
     auto gone = cluster.connect();
     auto w = gone.actor<Worker>("filter-workers");
     gone_ids.push_back(w.call(&Worker::twice, int64_t{1}).task_id());
@@ -160,6 +161,7 @@ TEST(TaskList, FiltersByMethodNodeOutcomeAndCaller) {
     gone_ids.push_back(w.call(&Worker::fail, std::string("boom")).task_id());
     gone.wait_accepted();
   }
+  cluster.add_node(2, "spot");
   ASSERT_TRUE(wait_for_status(cluster.address(), [&](const ClusterStatus&) {
     return rt.tasks({.state = "done"}).matching == 3 && rt.tasks({.state = "leased"}).matching == 1;
   }));

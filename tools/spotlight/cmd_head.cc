@@ -44,6 +44,11 @@ void add_head(CLI::App& app) {
                   "Journal written between compactions into the store's tables")
       ->check(CLI::Range(0.01, 65536.0));
   cmd->add_option("--port-file", opt->port_file, "Write the bound port to this file");
+  // For tests (hidden): a snapshot that spans many turns, to kill the head in one.
+  cmd->add_option("--snapshot-records", opt->snapshot_records,
+                  "Copy at most this many tasks of a compaction's snapshot per turn")
+      ->check(CLI::Range(size_t{0}, size_t{1} << 30))
+      ->group("");
   cmd->add_option(
          "--result-ttl-s", *result_ttl_s,
          "Drop the stored results of a driver gone this long, unless fetched (0: keep them)")
