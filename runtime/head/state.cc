@@ -363,7 +363,15 @@ void State::recover(store::Loaded&& loaded) {
   for (auto& c : loaded.clients) apply_client(c);
   for (auto& p : loaded.pools) apply_pool(p);
   for (auto& a : loaded.actors) apply_actor(a);
-  for (auto& t : loaded.tasks) apply_accept(std::move(t)).in_snapshot = true;
+  for (auto& t : loaded.tasks) {
+    Task& held = apply_accept(std::move(t));
+    // Its row holds it as it is: written again only once it changes (a
+    // restarted head with a million waiting calls used to write them all
+    // again at its first compaction).
+    held.in_snapshot = true;
+    held.dirty_gen = 0;
+    dirty_tasks.pop_back();  // the one id apply_accept listed
+  }
   loaded.tasks = {};
   // Rows load in no particular order, so a child may have come before its
   // parent: index them again now that all are here.

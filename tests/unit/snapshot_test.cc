@@ -113,6 +113,21 @@ class SnapshotTest : public ::testing::Test {
       t.finish(2990, 29);  // still owed
     }
   }
+
+  // open_and_begin, change_after_the_cut, then the snapshot finished and
+  // handed to the store.
+  std::unique_ptr<store::Store> compact_through_the_changes(head::State& st) {
+    auto s = open_and_begin(st);
+    change_after_the_cut(*s, st);
+    while (!st.snapshot_step(kNoTime)) {
+    }
+    s->compact(st.take_snapshot());
+    return s;
+  }
+
+  // Tasks change_after_the_cut changed (or made), and tasks it left alone.
+  const std::vector<uint64_t> changed_ = {10, 2, 2500, 2990, kTasks + 10};
+  const std::vector<uint64_t> unchanged_ = {11, 2000, 3500};
 };
 
 TEST_F(SnapshotTest, TheTablesHoldTheStateAtTheCut) {
@@ -166,11 +181,7 @@ TEST_F(SnapshotTest, AHeadThatDiesHalfwayLosesNothing) {
 // rows of the tasks that went since.
 TEST_F(SnapshotTest, TheNextCompactionTakesWhatChangedAfterTheCut) {
   head::State st;
-  auto s = open_and_begin(st);
-  change_after_the_cut(*s, st);
-  while (!st.snapshot_step(kNoTime)) {
-  }
-  s->compact(st.take_snapshot());
+  auto s = compact_through_the_changes(st);
   {
     JournalTurn t{*s, st, {}};
     t.finish(1500, 15);
@@ -182,9 +193,8 @@ TEST_F(SnapshotTest, TheNextCompactionTakesWhatChangedAfterTheCut) {
   EXPECT_EQ(next.erase, (std::vector<uint64_t>{4200, 2700, 4500, 1500}));
   std::set<uint64_t> upserted;
   for (const auto& t : next.upsert) upserted.insert(t.id);
-  for (uint64_t id : {uint64_t{10}, uint64_t{2}, uint64_t{2500}, uint64_t{2990}, kTasks + 10})
-    EXPECT_TRUE(upserted.count(id)) << id << " changed after the cut";
-  for (uint64_t id : {uint64_t{11}, uint64_t{2000}, uint64_t{3500}})
+  for (uint64_t id : changed_) EXPECT_TRUE(upserted.count(id)) << id << " changed after the cut";
+  for (uint64_t id : unchanged_)
     EXPECT_FALSE(upserted.count(id)) << id << " is unchanged since its row was written";
   s->compact(std::move(next));
   s->finish_compaction();
@@ -194,6 +204,39 @@ TEST_F(SnapshotTest, TheNextCompactionTakesWhatChangedAfterTheCut) {
   EXPECT_TRUE(l.journal.empty());
   head::State again;
   again.recover(std::move(l));
+  expect_same(live, picture(again));
+}
+
+// A restarted head writes again only the rows of tasks that changed after
+// the tables were written: those the journal replays, and those it changes.
+TEST_F(SnapshotTest, ARestartWritesOnlyWhatChangedSinceTheTables) {
+  {
+    head::State st;
+    compact_through_the_changes(st);
+  }
+  head::State st;
+  auto s = store::open_sqlite(path_);
+  st.recover(s->open());
+  std::set<uint64_t> listed(st.dirty_tasks.begin(), st.dirty_tasks.end());
+  // What the journal after the cut changed, replayed: not the other rows.
+  for (uint64_t id : changed_) EXPECT_TRUE(listed.count(id)) << id << " changed after the cut";
+  for (uint64_t id : unchanged_) EXPECT_FALSE(listed.count(id)) << id << " is as its row holds it";
+  {
+    JournalTurn t{*s, st, {}};
+    t.lease(3500, 9004);
+  }
+  store::Compaction c = st.compaction();
+  std::set<uint64_t> upserted;
+  for (const auto& t : c.upsert) upserted.insert(t.id);
+  EXPECT_TRUE(upserted.count(3500));
+  EXPECT_FALSE(upserted.count(11) || upserted.count(2000));
+  EXPECT_LT(c.upsert.size(), 100u) << "the loaded rows were written again";
+  s->compact(std::move(c));
+  s->finish_compaction();
+  const Picture live = picture(st);
+  s.reset();
+  head::State again;
+  again.recover(store::open_sqlite(path_)->open());
   expect_same(live, picture(again));
 }
 
