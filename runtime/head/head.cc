@@ -1480,42 +1480,37 @@ void Head::flush(std::map<std::string, Outbox>& boxes) {
 
 void Head::maybe_compact(bool force) {
   const auto t0 = transport::Clock::now();
-  if (state_.snapshot_pending()) {
-    // Taken over several turns: this one copies its share, a stopping head all.
-    const bool done =
-        force ? state_.snapshot_step(std::chrono::microseconds::max())
-              : state_.snapshot_step(kSnapshotSlice,
-                                     opt_.snapshot_records > 0 ? opt_.snapshot_records : SIZE_MAX);
-    if (!done) {
-      note_compaction_pause(t0);
+  if (!state_.snapshot_pending()) {
+    if (!force && store_->compacting()) return;
+    // Reaps the last compaction's thread; throws if it failed, which stops the
+    // head now rather than at its next commit (the store takes no more).
+    store_->finish_compaction();
+    if (!force && store_->journal_entries() < opt_.compact_every &&
+        store_->journal_bytes() < opt_.compact_bytes) {
       return;
     }
-    store_->compact(state_.take_snapshot());
-    note_compaction_pause(t0);
-    spdlog::debug("compaction snapshot taken; the tables are being written");
-    if (force) store_->finish_compaction();
-    return;
-  }
-  if (!force && store_->compacting()) return;
-  // Reaps the last compaction's thread; throws if it failed, which stops the
-  // head now rather than at its next commit (the store takes no more).
-  store_->finish_compaction();
-  if (!force && store_->journal_entries() < opt_.compact_every &&
-      store_->journal_bytes() < opt_.compact_bytes) {
-    return;
-  }
-  if (store_->journal_entries() > 0 || state_.meta_dirty() || !state_.dirty_tasks.empty() ||
-      !state_.erased_tasks.empty()) {
+    if (store_->journal_entries() == 0 && !state_.meta_dirty() && state_.dirty_tasks.empty() &&
+        state_.erased_tasks.empty()) {
+      return;  // nothing to fold (the store was finished above)
+    }
     // The cut: this turn's commit is the last entry the tables will hold.
     spdlog::debug("compaction of {} journal entries ({} bytes) begun; {} tasks to copy",
                   store_->journal_entries(), store_->journal_bytes(), state_.dirty_tasks.size());
     store_->begin_compaction();
     state_.begin_snapshot();
     count("compactions");
-    maybe_compact(force);  // this turn's share of the copying
-    return;
   }
-  if (force) store_->finish_compaction();  // a stopping head leaves the tables written
+  // Taken over several turns: this one copies its share, a stopping head all.
+  const bool done =
+      force ? state_.snapshot_step(std::chrono::microseconds::max())
+            : state_.snapshot_step(kSnapshotSlice,
+                                   opt_.snapshot_records > 0 ? opt_.snapshot_records : SIZE_MAX);
+  if (done) {
+    store_->compact(state_.take_snapshot());
+    spdlog::debug("compaction snapshot taken; the tables are being written");
+  }
+  note_compaction_pause(t0);
+  if (done && force) store_->finish_compaction();  // a stopping head leaves the tables written
 }
 
 // The head's own part of a compaction, per turn: the cut, then a share of the

@@ -309,10 +309,7 @@ void State::apply_retire_client(const std::string& uuid) {
 void State::erase_task(std::unordered_map<uint64_t, Task>::iterator it) {
   // Owed to the snapshot being taken: its row must hold the task as it was
   // at the cut, since the journal after the cut replays this erasure.
-  if (it->second.dirty_gen != 0 && it->second.dirty_gen == snap_gen) {
-    copy_to_snapshot(it->second);
-    ++snapshot_copied_early;
-  }
+  copy_if_owed(it->second);
   uncount_call(it->second.caller);
   count_foreign(it->first, it->second.caller, -1);
   unindex_lease(it->second);
@@ -370,8 +367,8 @@ void State::recover(store::Loaded&& loaded) {
     // again at its first compaction).
     held.in_snapshot = true;
     held.dirty_gen = 0;
-    dirty_tasks.pop_back();  // the one id apply_accept listed
   }
+  dirty_tasks.clear();  // only the rows just loaded were listed: the journal lists its own
   loaded.tasks = {};
   // Rows load in no particular order, so a child may have come before its
   // parent: index them again now that all are here.

@@ -347,10 +347,7 @@ class State {
   // snapshot being taken goes into it first, as it was at the snapshot's cut.
   void will_change(uint64_t id, Task& t) {
     if (t.dirty_gen == gen) return;
-    if (t.dirty_gen != 0 && t.dirty_gen == snap_gen) {
-      copy_to_snapshot(t);
-      ++snapshot_copied_early;
-    }
+    copy_if_owed(t);
     dirty_tasks.push_back(id);
     t.dirty_gen = gen;
   }
@@ -382,6 +379,12 @@ class State {
 
  private:
   void copy_to_snapshot(Task& t);
+  // Before a task changes or goes: copies it if the snapshot still owes it.
+  void copy_if_owed(Task& t) {
+    if (!snapshot_pending() || t.dirty_gen != snap_gen) return;
+    copy_to_snapshot(t);
+    ++snapshot_copied_early;
+  }
   store::Compaction snap_;      // the snapshot being taken
   std::vector<uint64_t> owed_;  // the ids listed as changed at its cut
   size_t owed_next_ = 0;        // how far snapshot_step has gone through them

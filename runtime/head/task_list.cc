@@ -24,17 +24,21 @@ const char* state_name(TaskState s) {
   return "unknown";
 }
 
-// "ok", "error", or an error kind's name: the outcomes a query may ask for.
-bool known_outcome(const std::string& o) {
-  if (o == "ok" || o == "error") return true;
+// Throws unless `o` is "ok", "error", or an error kind's name (to_string(ErrorKind)).
+void check_outcome(const std::string& o) {
+  if (o == "ok" || o == "error") return;
+  std::string kinds;
   for (int k = static_cast<int>(ErrorKind::kMethod); k <= static_cast<int>(ErrorKind::kCancelled);
        ++k) {
-    if (o == to_string(static_cast<ErrorKind>(k))) return true;
+    const char* name = to_string(static_cast<ErrorKind>(k));
+    if (o == name) return;
+    kinds += (kinds.empty() ? "" : ", ") + std::string(name);
   }
-  return false;
+  throw std::invalid_argument("an outcome is ok, error or an error kind (" + kinds + "), not '" +
+                              o + "'");
 }
 
-std::string outcome_of(const Task& t) {
+const char* outcome_of(const Task& t) {
   return t.ok ? "ok" : to_string(static_cast<ErrorKind>(t.kind));
 }
 
@@ -59,13 +63,7 @@ TaskList Head::list_tasks(const TaskQuery& q) const {
     throw std::invalid_argument("a task list holds 1 to " + std::to_string(kMaxTaskList) +
                                 " tasks, not " + std::to_string(q.limit));
   }
-  if (!q.outcome.empty() && !known_outcome(q.outcome)) {
-    throw std::invalid_argument(
-        "an outcome is ok, error or an error kind (method, rejected, "
-        "preempted, crashed, timed_out, failed, connection, cancelled), "
-        "not '" +
-        q.outcome + "'");
-  }
+  if (!q.outcome.empty()) check_outcome(q.outcome);
   const std::string state = wanted_state(q);
   std::vector<const Task*> match;
   auto consider = [&](const Task& t) {
@@ -74,7 +72,7 @@ TaskList Head::list_tasks(const TaskQuery& q) const {
     if (!q.method.empty() && t.method != q.method) return;
     if (q.caller != 0 && t.caller != q.caller) return;
     if (!q.outcome.empty()) {
-      if (q.outcome == "error" ? t.ok : outcome_of(t) != q.outcome) return;
+      if (q.outcome == "error" ? t.ok : q.outcome != outcome_of(t)) return;
     }
     match.push_back(&t);
   };

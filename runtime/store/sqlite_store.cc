@@ -281,7 +281,7 @@ class SqliteStore final : public Store {
   }
 
   void begin_compaction() override {
-    if (cut_) throw std::logic_error("store: a compaction was already begun");
+    if (cut_last_) throw std::logic_error("store: a compaction was already begun");
     finish_compaction();  // one at a time
     // Everything journaled so far is folded by the next compact(): later
     // entries go to a new file.
@@ -292,14 +292,12 @@ class SqliteStore final : public Store {
     folding_ = std::move(old_gens_);
     old_gens_.clear();
     cut_base_ = next_seq_;
-    cut_ = true;
     entries_ = 0;
     bytes_ = 0;
   }
 
   void compact(Compaction c) override {
-    if (!cut_) begin_compaction();
-    cut_ = false;
+    if (!cut_last_) begin_compaction();
     // The tables are written beside the head's work, on a thread.
     compacting_ = true;
     compactor_ = std::thread(
@@ -457,9 +455,8 @@ class SqliteStore final : public Store {
   int64_t gen_ = 0;
   std::vector<int64_t> old_gens_;  // older journal files, not yet folded into the tables
   std::vector<int64_t> folding_;   // those the running (or begun) compaction folds
-  // Between begin_compaction() and compact(): the journal file just left,
-  // and the first entry number after the cut.
-  bool cut_ = false;
+  // Between begin_compaction() and compact(): the journal file just left
+  // (set only then), and the first entry number after the cut.
   std::unique_ptr<JournalFile> cut_last_;
   int64_t cut_base_ = 0;
   std::thread compactor_;
