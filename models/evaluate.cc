@@ -34,18 +34,6 @@ torch::Tensor render_batch(const std::vector<scene::Prompt>& prompts, const std:
 
 namespace {
 
-// Calls f(i, chw) for each image of [B, 3, S, S] (clamped to [-1, 1]) with its prompt index.
-template <class F>
-void for_each_image(const std::vector<scene::Prompt>& prompts, const torch::Tensor& images, const char* who, F&& f) {
-  if (images.dim() != 4 || images.size(0) != int64_t(prompts.size()) || images.size(1) != 3 ||
-      images.size(2) != images.size(3))
-    throw std::invalid_argument(std::string(who) + ": images must be [B, 3, S, S] with one prompt per image");
-  auto img = images.detach().to(torch::kCPU, torch::kFloat32).clamp(-1, 1).contiguous();
-  const int size = int(img.size(2));
-  const int64_t per = 3 * int64_t(size) * size;
-  for (size_t i = 0; i < prompts.size(); ++i) f(i, img.data_ptr<float>() + i * per, size);
-}
-
 scene::SoftOptions soft_options(double width) {
   scene::SoftOptions soft;
   soft.centroid_width *= float(width);

@@ -6,6 +6,7 @@
 #include <torch/torch.h>
 
 #include <map>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,19 @@ torch::Tensor encode_prompts(const std::vector<scene::Prompt>& prompts, int64_t 
 // Rendered scenes, [B, 3, size, size] in [-1, 1]: the pre-training data.
 torch::Tensor render_batch(const std::vector<scene::Prompt>& prompts, const std::vector<uint64_t>& seeds,
                            int64_t size);
+
+// Calls f(i, chw, size) for each image of [B, 3, S, S], clamped to [-1, 1] and
+// on the CPU, with its prompt's index; `who` names the caller in the error.
+template <class F>
+void for_each_image(const std::vector<scene::Prompt>& prompts, const torch::Tensor& images, const char* who, F&& f) {
+  if (images.dim() != 4 || images.size(0) != int64_t(prompts.size()) || images.size(1) != 3 ||
+      images.size(2) != images.size(3))
+    throw std::invalid_argument(std::string(who) + ": images must be [B, 3, S, S] with one prompt per image");
+  auto img = images.detach().to(torch::kCPU, torch::kFloat32).clamp(-1, 1).contiguous();
+  const int size = int(img.size(2));
+  const int64_t per = 3 * int64_t(size) * size;
+  for (size_t i = 0; i < prompts.size(); ++i) f(i, img.data_ptr<float>() + i * per, size);
+}
 
 // Mini-GenEval scores of generated images [B, 3, H, W] (clamped to [-1, 1]).
 std::vector<scene::Score> score_batch(const std::vector<scene::Prompt>& prompts, const torch::Tensor& images);

@@ -89,13 +89,27 @@ double expected_reward(const Prompt& p, const std::vector<Detection>& found, con
   return sum / o.samples;
 }
 
-double best_reward_over_shapes(const Prompt& p, const std::vector<Detection>& found) {
-  std::vector<Detection> work = found;
+std::vector<Detection> best_shapes(const Prompt& p, const std::vector<Detection>& found) {
+  std::vector<Detection> work = found, best = found;
   std::vector<int> all;
   for (int i = 0; i < static_cast<int>(std::min<size_t>(work.size(), 8)); ++i) all.push_back(i);
-  double best = score(p, work).reward;
-  for_each_assignment(work, all, [&] { best = std::max(best, score(p, work).reward); });
+  double best_reward = score(p, work).reward;
+  size_t best_changes = 0;
+  for_each_assignment(work, all, [&] {
+    const double r = score(p, work).reward;
+    size_t changes = 0;
+    for (int i : all) changes += work[i].shape != found[i].shape;
+    if (r > best_reward || (r == best_reward && changes < best_changes)) {
+      best_reward = r;
+      best_changes = changes;
+      best = work;
+    }
+  });
   return best;
+}
+
+double best_reward_over_shapes(const Prompt& p, const std::vector<Detection>& found) {
+  return score(p, best_shapes(p, found)).reward;
 }
 
 }  // namespace spotlight::scene

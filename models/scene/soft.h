@@ -37,4 +37,10 @@ double expected_reward(const Prompt& p, const std::vector<Detection>& found,
 // the first 8 of them (3^8 scorings): how much reward shape calls alone cost.
 double best_reward_over_shapes(const Prompt& p, const std::vector<Detection>& found);
 
+// The assignment that gives best_reward_over_shapes: `found` with each of its
+// first 8 blobs' shape set to the call that scores best. Of assignments that
+// score alike, the one that changes the fewest calls wins, so a blob whose
+// shape does not matter keeps the detector's call.
+std::vector<Detection> best_shapes(const Prompt& p, const std::vector<Detection>& found);
+
 }  // namespace spotlight::scene

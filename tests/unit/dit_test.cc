@@ -5,15 +5,19 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include "models/checkpoint.h"
+#include "models/draft.h"
 #include "models/dit.h"
 #include "models/evaluate.h"
 #include "models/flow.h"
 #include "models/grpo.h"
 #include "models/nft.h"
 #include "models/sampler.h"
+#include "models/scene/detect.h"
 #include "models/scene/prompt.h"
+#include "models/scene/render.h"
 #include "tools/common/device.h"
 
 using namespace spotlight;
@@ -495,6 +499,144 @@ TEST(Training, NftReferenceTermAddsTheVelocitysDistanceFromTheReference) {
   EXPECT_LT(st.reference_mse, by_hand.item<double>());
   EXPECT_THROW(nft_loss(model, old, x0, tokens, r, s, eps, 1.0, nullptr, w, nullptr, weight), std::invalid_argument);
 }
+
+namespace {
+
+// A rendered "a red <shape>" at 32 px, as a [1, 3, 32, 32] image.
+torch::Tensor rendered_one(scene::Shape shape, uint64_t seed) {
+  scene::Clause c;
+  c.shape = shape;
+  c.color = scene::Color::red;
+  scene::Prompt p;
+  p.tag = scene::Tag::colors;
+  p.include = {c};
+  p.text = scene::prompt_text(p.tag, p.include);
+  auto img = scene::render(p, seed, 32);
+  return torch::from_blob(img.data(), {1, 3, 32, 32}, torch::kFloat32).clone();
+}
+
+std::vector<scene::Detection> detect_one(const torch::Tensor& image) {
+  auto img = image.detach().clamp(-1, 1).contiguous();
+  return scene::detect(img.data_ptr<float>(), 32);
+}
+
+}  // namespace
+
+TEST(Draft, ARenderedShapeMatchesItsOwnTemplateAndNoOther) {
+  // The templates are the renderer's shapes: a rendered blob, snapped sharply,
+  // is nearer its own shape's template in its box than the other two. (Not
+  // at 0: the detector's majority filter shaves a triangle's apex, so its
+  // box starts a row or two below the rendered one.)
+  int blobs = 0;
+  ShapeLossOptions sharp;
+  sharp.temperature = 0.01;
+  for (uint64_t seed = 0; seed < 30; ++seed) {
+    const auto shape = scene::kShapes[seed % scene::kNumShapes];
+    auto image = rendered_one(shape, 100 + seed);
+    const auto found = detect_one(image);
+    ASSERT_EQ(found.size(), 1u) << "seed " << seed;
+    const auto& d = found[0];
+    std::map<scene::Shape, double> loss;
+    for (const auto wanted : scene::kShapes)
+      loss[wanted] = shape_loss(image, {{0, d.color, d.x0, d.y0, d.x1, d.y1, wanted, false}}, sharp).item<double>();
+    EXPECT_LT(loss[shape], shape == scene::Shape::triangle ? 0.1 : 0.01) << scene::shape_name(shape) << ", seed " << seed;
+    for (const auto other : scene::kShapes) {
+      if (other == shape) continue;
+      EXPECT_LT(loss[shape] + 0.02, loss[other])
+          << scene::shape_name(shape) << " against " << scene::shape_name(other) << ", seed " << seed;
+    }
+    ++blobs;
+  }
+  EXPECT_EQ(blobs, 30);
+  EXPECT_EQ(shape_template(scene::Shape::square, 3, 2).sum().item<double>(), 6.0) << "the ring stays 0";
+}
+
+TEST(Draft, TheShapeLossGradientTurnsABlobIntoTheWantedShape) {
+  // Descend the loss on the pixels themselves: the gradient alone must make the
+  // hard detector call each blob the wanted shape.
+  const std::pair<scene::Shape, scene::Shape> cases[] = {{scene::Shape::circle, scene::Shape::square},
+                                                         {scene::Shape::square, scene::Shape::circle},
+                                                         {scene::Shape::circle, scene::Shape::triangle},
+                                                         {scene::Shape::triangle, scene::Shape::square}};
+  for (const auto& [from, to] : cases) {
+    auto image = rendered_one(from, 7).requires_grad_(true);
+    auto found = detect_one(image);
+    ASSERT_EQ(found.size(), 1u);
+    ASSERT_EQ(found[0].shape, from);
+    torch::optim::Adam opt({image}, torch::optim::AdamOptions(0.02));
+    const ShapeLossOptions o;
+    for (int step = 0; step < 400 && !found.empty() && found[0].shape != to; ++step) {
+      const auto& d = found[0];
+      opt.zero_grad();
+      shape_loss(image, {{0, d.color, d.x0, d.y0, d.x1, d.y1, to, false}}, o).backward();
+      opt.step();
+      found = detect_one(image);
+    }
+    ASSERT_EQ(found.size(), 1u) << scene::shape_name(from) << " -> " << scene::shape_name(to);
+    EXPECT_EQ(found[0].shape, to) << scene::shape_name(from) << " -> " << scene::shape_name(to) << ": fill "
+                                  << found[0].fill << ", centroid height " << found[0].centroid_height;
+  }
+}
+
+TEST(Draft, SaturatedPixelsGetAGradientOnlyStraightThroughTheClamp) {
+  // A red pixel past the clamp (guided samples overshoot): its membership in
+  // red has no gradient through the clamp, and one straight through it.
+  auto image = torch::full({1, 3, 2, 2}, -1.0f);
+  image[0][0][0][0] = 1.5f;
+  for (const bool through : {false, true}) {
+    auto x = image.clone().requires_grad_(true);
+    soft_color_masks(x, 0.1, through)[0][static_cast<int>(scene::Color::red)][0][0].backward();
+    const double g = x.grad()[0][0][0][0].item<double>();
+    if (through) {
+      EXPECT_GT(std::abs(g), 0.0);
+    } else {
+      EXPECT_EQ(g, 0.0);
+    }
+  }
+}
+
+TEST(Draft, ShapeTargetsWantTheShapesThatScoreBest) {
+  // "a red square" drawn as a circle: its one blob should be a square.
+  auto image = rendered_one(scene::Shape::circle, 7);
+  scene::Clause c;
+  c.shape = scene::Shape::square;
+  c.color = scene::Color::red;
+  scene::Prompt p;
+  p.tag = scene::Tag::colors;
+  p.include = {c};
+  const auto targets = shape_targets({p}, image);
+  ASSERT_EQ(targets.size(), 1u);
+  EXPECT_EQ(targets[0].shape, scene::Shape::square);
+  EXPECT_FALSE(targets[0].called_right);
+  ShapeLossStats st;
+  EXPECT_GT(shape_loss(image, targets, {}, &st).item<double>(), 0.0);
+  EXPECT_EQ(st.targets, 1);
+  EXPECT_EQ(st.called_right, 0);
+}
+
+TEST(Draft, TheGradTailRollsOutWhatTheSamplerDoesAndReachesTheWeights) {
+  auto m = perturbed_model(5);
+  const auto prompts = some_prompts(3);
+  auto tokens = encode_prompts(prompts, 12);
+  const std::vector<uint64_t> seeds = {11, 12, 13};
+  SamplerOptions ode;
+  ode.steps = 6;
+  ode.noise_level = 0;
+  ode.guidance = 3;
+  const auto reference = sample(m, tokens, seeds, ode).images;
+  for (int k : {1, 3}) {
+    m->zero_grad();
+    auto images = sample_with_grad_tail(m, tokens, seeds, ode.steps, ode.shift, ode.guidance, k);
+    EXPECT_TRUE(torch::allclose(images, reference, 1e-5, 1e-5)) << "K = " << k;
+    images.pow(2).sum().backward();
+    double grad = 0;
+    for (const auto& p : m->parameters())
+      if (p.grad().defined()) grad += p.grad().abs().sum().item<double>();
+    EXPECT_GT(grad, 0.0) << "K = " << k;
+  }
+  EXPECT_THROW(sample_with_grad_tail(m, tokens, seeds, 6, 3.0, 1.0, 7), std::invalid_argument);
+}
+
 
 class CheckpointRoundTrip : public ::testing::TestWithParam<int64_t> {};
 

@@ -134,5 +134,25 @@ TEST(SoftShapes, FavourableShapesBoundTheReward) {
   }
 }
 
+TEST(SoftShapes, BestShapesChangesOnlyTheCallsThatScore) {
+  // "a red square" over a red circle and a blue triangle: the circle becomes
+  // the square; the triangle's call does not change the score, so it stays.
+  Prompt p = one(Shape::square);
+  p.tag = Tag::colors;
+  p.include[0].color = Color::red;
+  std::vector<Detection> found = {blob(Shape::circle, 0.75f, 0.5f, 0), blob(Shape::triangle, 0.5f, 0.6f, 10)};
+  found[1].color = Color::blue;
+  const auto best = best_shapes(p, found);
+  ASSERT_EQ(best.size(), 2u);
+  EXPECT_EQ(best[0].shape, Shape::square);
+  EXPECT_EQ(best[1].shape, Shape::triangle);
+  EXPECT_EQ(score(p, best).reward, best_reward_over_shapes(p, found));
+  // Two red circles: one of them turns square, not both.
+  const std::vector<Detection> two = {blob(Shape::circle, 0.75f, 0.5f, 0), blob(Shape::circle, 0.75f, 0.5f, 10)};
+  const auto one_square = best_shapes(p, two);
+  EXPECT_EQ((one_square[0].shape == Shape::square) + (one_square[1].shape == Shape::square), 1);
+  EXPECT_EQ(score(p, one_square).reward, 1.0);
+}
+
 }  // namespace
 }  // namespace spotlight::scene

@@ -1,7 +1,8 @@
-// spotlight-train: single-process RL post-training of a pre-trained DiT on
+// spotlight-train: single-process post-training of a pre-trained DiT on
 // mini-GenEval: Flow-GRPO (SDE rollouts with per-step log-probs, group
-// advantages, clipped ratio) or DiffusionNFT (flow matching on the rollouts,
-// weighted by the same group advantages). Logs one JSON line per iteration; evaluates the
+// advantages, clipped ratio), DiffusionNFT (flow matching on the rollouts,
+// weighted by the same group advantages), or DRaFT (the gradient of a
+// differentiable stand-in for the detector's shape calls, models/draft.h). Logs one JSON line per iteration; evaluates the
 // fixed set with the ODE sampler every --eval-every iterations; optionally
 // measures how stable seed rankings are from one iteration's weights to the next.
 #include <CLI/CLI.hpp>
@@ -16,6 +17,7 @@
 #include <sstream>
 
 #include "models/checkpoint.h"
+#include "models/draft.h"
 #include "models/evaluate.h"
 #include "models/ema.h"
 #include "models/flow.h"
@@ -51,18 +53,18 @@ std::vector<T> gather(const std::vector<T>& v, const std::vector<int64_t>& idx) 
 
 int main(int argc, char** argv) {
   spotlight::tools::ensure_passive_omp(argv);
-  CLI::App app{"spotlight-train: RL post-training (Flow-GRPO or DiffusionNFT) of a DiT on mini-GenEval"};
+  CLI::App app{"spotlight-train: post-training (Flow-GRPO, DiffusionNFT or DRaFT) of a DiT on mini-GenEval"};
   std::string checkpoint, out = "grpo.pt", device = "cpu";
   int prompts_per_iter = 8, group = 8, iterations = 1000000, eval_every = 10, rank_every = 0, threads = 2;
   int train_steps = 0;  // 0: every SDE step of the window
   int explore = 0;      // seeds rolled out per prompt to choose the group from (0: off)
   std::string reward_name = "geneval", objective = "grpo", select = "advantage";
-  int updates = 2, noise_draws = 1, epochs = 1;
+  int updates = 2, noise_draws = 1, epochs = 1, draft_steps = 2;
   double nft_beta = 1.0, old_decay = 0.0, ema_decay = 0.0, reference_weight = 0.0, adv_clip = 1.0;
   bool nft_cfg = false, positive_only = false, keep_best = false, freeze_null = false;
   std::string lr_decay = "none";
   double minutes = 30, lr = 2e-4, guidance = -1, soft_width = 1;
-  bool per_group_std = false;
+  bool per_group_std = false, draft_through_clamp = false;
   uint64_t seed = 1;
   models::SamplerOptions sampler;
   models::GrpoOptions grpo;
@@ -99,8 +101,16 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   app.add_option("--objective", objective,
                  "grpo (Flow-GRPO: policy gradient through the SDE steps' log-probs) or nft (DiffusionNFT: flow "
-                 "matching on the rollouts, towards the better samples of each group and away from the worse)")
-      ->check(CLI::IsMember({"grpo", "nft"}));
+                 "matching on the rollouts, towards the better samples of each group and away from the worse), or "
+                 "draft (DRaFT: the gradient of a differentiable stand-in for the detector's shape calls, back "
+                 "through the last --draft-steps steps of spotlight-eval's ODE rollout; models/draft.h)")
+      ->check(CLI::IsMember({"grpo", "nft", "draft"}));
+  app.add_flag("--draft-through-clamp", draft_through_clamp,
+               "draft: pass the gradient straight through the detector's clamp to [-1, 1], so that saturated "
+               "pixels can be darkened or lit");
+  app.add_option("--draft-steps", draft_steps,
+                 "draft: the last denoising steps the gradient flows back through (DRaFT-K)")
+      ->check(CLI::PositiveNumber);
   app.add_option("--updates", updates, "nft: optimiser steps per iteration, each on its share of the samples")
       ->check(CLI::PositiveNumber);
   app.add_option("--nft-beta", nft_beta, "nft: how far the implicit policies v+ and v- lie from the old one")
@@ -165,7 +175,16 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   try {
-    const bool nft = objective == "nft";
+    const bool nft = objective == "nft", draft = objective == "draft";
+    if (draft && (explore > 0 || reward_name != "geneval" || rank_every > 0 || train_steps > 0 || grpo.beta > 0 ||
+                  app.count("--steps") || app.count("--noise-level") || app.count("--sde-begin") ||
+                  app.count("--sde-end") || app.count("--clip") || per_group_std))
+      throw std::invalid_argument(
+          "--objective draft rolls out as spotlight-eval does (the ODE, --eval-steps) and trains on its "
+          "differentiable stand-in for the detector's shape calls: it takes none of --steps, --noise-level, "
+          "--sde-begin, --sde-end, --train-steps, --clip, --beta, --group-std, --explore, --reward, --rank-every");
+    if ((app.count("--draft-steps") || draft_through_clamp) && !draft)
+      throw std::invalid_argument("--draft-steps and --draft-through-clamp belong to --objective draft");
     if (!nft && (nft_cfg || noise_draws != 1 || positive_only || reference_weight > 0 || epochs != 1 ||
                  adv_clip != 1.0 || select != "advantage"))
       throw std::invalid_argument(
@@ -180,15 +199,23 @@ int main(int argc, char** argv) {
       throw std::invalid_argument(
           "--select strict sets r from mini-GenEval's strict verdict: it takes neither --positive-only, "
           "--adv-clip nor another --reward");
-    if (!nft && sampler.noise_level <= 0)
+    if (objective == "grpo" && sampler.noise_level <= 0)
       throw std::invalid_argument("--objective grpo trains on SDE steps: --noise-level must be positive");
     if (nft && updates > prompts_per_iter * group)
       throw std::invalid_argument("--updates may not exceed the samples of an iteration (--prompts x --group)");
-    sampler.record = !nft;
+    sampler.record = !nft && !draft;
     spotlight::tools::set_cpu_threads(threads);
     auto ck = models::load_checkpoint(checkpoint);
     sampler.guidance = eval.guidance = guidance >= 0 ? guidance : ck.info.guidance;
     sampler.validate();
+    models::DraftOptions draft_opts;
+    draft_opts.steps = eval.steps;
+    draft_opts.shift = eval.shift;
+    draft_opts.guidance = sampler.guidance;
+    draft_opts.grad_steps = draft_steps;
+    draft_opts.loss.straight_through = draft_through_clamp;
+    if (draft && draft_steps > eval.steps)
+      throw std::invalid_argument("--draft-steps may not exceed the rollout's --eval-steps");
     const auto dev = spotlight::tools::parse_device(device);
     auto model = ck.model;
     model->to(dev);
@@ -229,8 +256,12 @@ int main(int argc, char** argv) {
     std::cerr << "spotlight-train: " << objective << ", " << model->config().name << " DiT from " << checkpoint
               << ", " << prompts_per_iter
               << " prompts x " << group << " seeds per iteration"
-              << (explore > 0 ? " (chosen from " + std::to_string(explore) + " explored)" : std::string()) << ", " << sampler.steps << " steps, SDE window ["
-              << sampler.sde_begin << ", " << sampler.resolved_sde_end() << "), guidance " << sampler.guidance << ", budget " << minutes << " min\n";
+              << (explore > 0 ? " (chosen from " + std::to_string(explore) + " explored)" : std::string()) << ", ";
+    if (draft)
+      std::cerr << draft_opts.steps << " ODE steps, the gradient through the last " << draft_opts.grad_steps;
+    else
+      std::cerr << sampler.steps << " steps, SDE window [" << sampler.sde_begin << ", " << sampler.resolved_sde_end() << ")";
+    std::cerr << ", guidance " << sampler.guidance << ", budget " << minutes << " min\n";
     run_eval(0);
     double rho_sum = 0, rho_group_sum = 0, floor_sum = 0;
     int rho_n = 0;
@@ -257,6 +288,21 @@ int main(int argc, char** argv) {
       }
       auto tokens = models::encode_prompts(prompts, text_len).to(dev);
       const auto r0 = Clock::now();
+      if (draft) {
+        // Rollout and update in one: the images carry the graph of their last steps.
+        const auto st = models::draft_step(model, opt, prompts, tokens, seeds, draft_opts);
+        if (ema) ema->update(model);
+        const auto rewards = models::rewards_tensor(st.scores);
+        std::cout << "{\"event\":\"iter\",\"iter\":" << iter << ",\"reward_mean\":" << rewards.mean().item<double>()
+                  << ",\"reward_std\":" << rewards.std(false).item<double>()
+                  << ",\"best_of_group\":" << models::best_of_group_mean(rewards, group)
+                  << ",\"loss\":" << st.loss.loss << ",\"blobs\":" << st.loss.targets
+                  << ",\"called_right\":" << st.loss.called_right << ",\"grad_norm\":" << st.grad_norm
+                  << ",\"step_s\":" << std::chrono::duration<double>(Clock::now() - r0).count()
+                  << ",\"elapsed_s\":" << elapsed() << "}" << std::endl;
+        if (iter % eval_every == 0) run_eval(iter);
+        continue;
+      }
       auto roll = models::sample(nft ? old->model() : model, tokens, seeds, sampler);
       std::vector<scene::Score> scores;  // mini-GenEval's, unless the reward is brightness
       torch::Tensor rewards;

@@ -1,0 +1,132 @@
+#include "models/draft.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+#include "models/evaluate.h"
+#include "models/flow.h"
+#include "models/sampler.h"
+#include "models/scene/palette.h"
+#include "models/scene/soft.h"
+
+namespace spotlight::models {
+
+std::vector<ShapeTarget> shape_targets(const std::vector<scene::Prompt>& prompts, const torch::Tensor& images) {
+  std::vector<ShapeTarget> out;
+  for_each_image(prompts, images, "shape_targets", [&](size_t i, const float* chw, int size) {
+    const auto found = scene::detect(chw, size);
+    const auto best = scene::best_shapes(prompts[i], found);
+    for (size_t k = 0; k < std::min<size_t>(found.size(), 8); ++k) {
+      const auto& d = found[k];
+      out.push_back({int64_t(i), d.color, d.x0, d.y0, d.x1, d.y1, best[k].shape, best[k].shape == d.shape});
+    }
+  });
+  return out;
+}
+
+torch::Tensor soft_color_masks(const torch::Tensor& images, double temperature, bool straight_through) {
+  if (images.dim() != 4 || images.size(1) != 3) throw std::invalid_argument("soft_color_masks: images must be [B, 3, S, S]");
+  // detect.cc's snap: p + 1 = alpha (c + 1) + residual, in the lifted space
+  // where black is the origin.
+  auto x = images.to(torch::kFloat32);
+  auto p = (straight_through ? x + (x.clamp(-1, 1) - x).detach() : x.clamp(-1, 1)) + 1;  // [B, 3, S, S]
+  auto lifted = torch::empty({scene::kNumColors, 3}, torch::kFloat32);
+  for (int c = 0; c < scene::kNumColors; ++c) {
+    const auto rgb = scene::color_rgb(scene::kColors[c]);
+    for (int k = 0; k < 3; ++k) lifted[c][k] = rgb[k] + 1;
+  }
+  lifted = lifted.to(images.device());
+  auto dot = torch::einsum("bkhw,ck->bchw", {p, lifted});          // [B, 6, S, S]
+  auto norm2 = lifted.pow(2).sum(1).view({1, scene::kNumColors, 1, 1});
+  auto alpha = dot / norm2;
+  auto res2 = p.pow(2).sum(1, /*keepdim=*/true) - dot * dot / norm2;
+  const double r2max = double(scene::kMaxResidual) * scene::kMaxResidual;
+  return torch::sigmoid((alpha - double(scene::kMinAlpha)) / temperature) *
+         torch::sigmoid((r2max - res2) / temperature);
+}
+
+torch::Tensor shape_template(scene::Shape shape, int w, int h) {
+  if (w < 1 || h < 1) throw std::invalid_argument("shape_template: an empty box");
+  auto t = torch::zeros({h + 2, w + 2}, torch::kFloat32);
+  auto a = t.accessor<float, 2>();
+  for (int j = 0; j < h; ++j)
+    for (int i = 0; i < w; ++i) {
+      // Pixel centres in [-1, 1] across the box (render.cc's shape_covers, for w x h).
+      const double u = (2.0 * i + 1 - w) / w, v = (2.0 * j + 1 - h) / h;
+      bool in = true;
+      if (shape == scene::Shape::circle) in = u * u + v * v <= 1;
+      if (shape == scene::Shape::triangle) in = std::abs(u) <= double(j + 1) / h;
+      a[j + 1][i + 1] = in ? 1.f : 0.f;
+    }
+  return t;
+}
+
+torch::Tensor shape_loss(const torch::Tensor& images, const std::vector<ShapeTarget>& targets,
+                         const ShapeLossOptions& opts, ShapeLossStats* stats) {
+  const double batch = double(std::max<int64_t>(1, images.size(0)));
+  if (stats) *stats = {};
+  if (targets.empty()) return (images * 0).sum();
+  const auto masks = soft_color_masks(images, opts.temperature, opts.straight_through);
+  const int64_t H = masks.size(2), W = masks.size(3);
+  std::vector<torch::Tensor> terms;
+  terms.reserve(targets.size());
+  for (const auto& t : targets) {
+    if (t.x1 <= t.x0 || t.y1 <= t.y0 || t.x0 < 0 || t.y0 < 0 || t.x1 > W || t.y1 > H || t.image < 0 ||
+        t.image >= masks.size(0))
+      throw std::invalid_argument("shape_loss: a target's box lies outside the image");
+    auto tpl = shape_template(t.shape, t.x1 - t.x0, t.y1 - t.y0).to(masks.device());
+    // The box and its ring, clipped to the image.
+    const int64_t y0 = std::max<int64_t>(t.y0 - 1, 0), y1 = std::min<int64_t>(t.y1 + 1, H);
+    const int64_t x0 = std::max<int64_t>(t.x0 - 1, 0), x1 = std::min<int64_t>(t.x1 + 1, W);
+    auto m = masks[t.image][static_cast<int>(t.color)].slice(0, y0, y1).slice(1, x0, x1);
+    tpl = tpl.slice(0, y0 - (t.y0 - 1), y1 - (t.y0 - 1)).slice(1, x0 - (t.x0 - 1), x1 - (t.x0 - 1));
+    terms.push_back((m - tpl).pow(2).mean());
+  }
+  auto loss = torch::stack(terms).sum() / batch;
+  if (stats) {
+    stats->loss = loss.item<double>();
+    stats->targets = int(targets.size());
+    for (const auto& t : targets) stats->called_right += t.called_right;
+  }
+  return loss;
+}
+
+torch::Tensor sample_with_grad_tail(DiT& model, const torch::Tensor& tokens, const std::vector<uint64_t>& seeds,
+                                    int steps, double shift, double guidance, int grad_steps) {
+  if (grad_steps < 1 || grad_steps > steps)
+    throw std::invalid_argument("sample_with_grad_tail: grad_steps must lie in [1, steps]");
+  if (int64_t(seeds.size()) != tokens.size(0))
+    throw std::invalid_argument("sample_with_grad_tail: one seed per prompt row is needed");
+  SamplerOptions opts;
+  opts.steps = steps;
+  opts.shift = shift;
+  opts.noise_level = 0;
+  opts.guidance = guidance;
+  opts.validate();
+  const auto sigmas = shifted_sigmas(steps, shift);
+  torch::Tensor x;
+  {
+    torch::NoGradGuard no_grad;
+    x = initial_latent(model->config(), seeds, tokens.device());
+    for (int i = 0; i < steps - grad_steps; ++i) x = denoise_step(model, x, tokens, seeds, sigmas, i, opts);
+  }
+  for (int i = steps - grad_steps; i < steps; ++i)
+    x = x + (sigmas[size_t(i) + 1] - sigmas[size_t(i)]) * guided_velocity(model, x, sigmas[size_t(i)], tokens, guidance);
+  return x;
+}
+
+DraftStepStats draft_step(DiT& model, torch::optim::Optimizer& opt, const std::vector<scene::Prompt>& prompts,
+                          const torch::Tensor& tokens, const std::vector<uint64_t>& seeds, const DraftOptions& opts) {
+  DraftStepStats out;
+  auto images = sample_with_grad_tail(model, tokens, seeds, opts.steps, opts.shift, opts.guidance, opts.grad_steps);
+  out.scores = score_batch(prompts, images);
+  const auto targets = shape_targets(prompts, images);
+  opt.zero_grad();
+  shape_loss(images, targets, opts.loss, &out.loss).backward();
+  out.grad_norm = double(torch::nn::utils::clip_grad_norm_(model->parameters(), opts.max_grad_norm));
+  opt.step();
+  return out;
+}
+
+}  // namespace spotlight::models

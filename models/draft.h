@@ -1,0 +1,109 @@
+// Reward-gradient fine-tuning (DRaFT, Clark et al. 2023, arXiv 2309.17400):
+// sample with the Euler ODE, keep the autograd graph of the last K steps, and
+// follow the gradient of a differentiable reward back into the weights.
+//
+// Why it is here. Flow-GRPO and DiffusionNFT learn from one scalar per image;
+// on this model most lost reward is lost on the detector's shape calls
+// (docs/benchmarks.md, eleventh session: 0.32 against 0.79 with every call
+// favourable), and a scalar per image did not teach the model to draw
+// shapes in 30 minutes. The shape call is a cut on two features of a blob,
+// its fill (area / box area) and its centroid height, and both are sums
+// over pixels: made soft, they have a gradient per pixel that says which
+// pixels to light or darken for the blob to be called the shape its prompt
+// needs.
+//
+// The surrogate. The hard detector (scene::detect) finds the blobs of a
+// rolled-out image; scene::best_shapes says which shape each should be for
+// the image to score best. Each blob is then compared, pixel by pixel, with
+// that shape drawn as the renderer draws it into the blob's box: the soft
+// version of the detector's snap to the blob's colour c (detect.h step 1),
+//   m(p) = logistic((alpha_c(p) - 1/2) / t) * logistic((r2max - res_c(p)^2) / t),
+// against the template T (1 inside the shape, 0 outside it and on a
+// one-pixel ring around the box, where a lit pixel would widen the box).
+// The loss is mean (m - T)^2 per blob. A hinge on the detector's features
+// (fill, centroid height) was tried first and does not work: a blob's fill
+// has the same derivative in every pixel of its box, so it fades a square
+// evenly instead of rounding its corners; the template says which pixels.
+// Evaluations stay mini-GenEval on the hard detector.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "models/dit.h"
+#include "models/scene/detect.h"
+#include "models/scene/prompt.h"
+#include "models/scene/reward.h"
+
+namespace spotlight::models {
+
+// One blob of one image, and the shape it should be called.
+struct ShapeTarget {
+  int64_t image = 0;  // row of the batch
+  scene::Color color = scene::Color::red;
+  int x0 = 0, y0 = 0, x1 = 0, y1 = 0;  // the detector's box, one past the last pixel
+  scene::Shape shape = scene::Shape::square;  // wanted
+  bool called_right = false;                  // the detector already calls it so
+};
+
+// The blobs of each image [B, 3, S, S] and the shapes that would score its
+// prompt best (scene::best_shapes; blobs past the first 8 are left out).
+std::vector<ShapeTarget> shape_targets(const std::vector<scene::Prompt>& prompts, const torch::Tensor& images);
+
+struct ShapeLossOptions {
+  double temperature = 0.1;  // width t of the soft snap's logistics
+  // The detector clamps pixels to [-1, 1]; the clamp's gradient is 0 past the
+  // ends, so a saturated pixel (guidance overshoots) could not be darkened or
+  // lit. Straight through: the clamp's value forwards, the identity's
+  // gradient backwards.
+  bool straight_through = false;
+};
+
+struct ShapeLossStats {
+  double loss = 0;
+  int targets = 0;       // blobs in the batch
+  int called_right = 0;  // of them, called the wanted shape already
+};
+
+// The soft snap of every pixel to every palette colour: [B, 6, S, S] in (0, 1).
+torch::Tensor soft_color_masks(const torch::Tensor& images, double temperature, bool straight_through = false);
+
+// [h + 2, w + 2]: the wanted shape drawn into a w x h box (as the renderer
+// draws it into a square one), with the one-pixel ring around the box at 0.
+torch::Tensor shape_template(scene::Shape shape, int w, int h);
+
+// The template loss, summed over blobs and divided by the batch's images (0
+// without targets, with the graph of `images` kept). The ring is clipped to
+// the image.
+torch::Tensor shape_loss(const torch::Tensor& images, const std::vector<ShapeTarget>& targets,
+                         const ShapeLossOptions& opts = {}, ShapeLossStats* stats = nullptr);
+
+// The Euler ODE rollout of spotlight-eval (steps, shift, guidance), the same
+// seeded initial noise, with the autograd graph kept through the last
+// `grad_steps` steps only (DRaFT-K): the earlier steps run without it.
+torch::Tensor sample_with_grad_tail(DiT& model, const torch::Tensor& tokens, const std::vector<uint64_t>& seeds,
+                                    int steps, double shift, double guidance, int grad_steps);
+
+struct DraftOptions {
+  int steps = 20;  // the rollout: spotlight-eval's Euler ODE
+  double shift = 3.0;
+  double guidance = 1.0;
+  int grad_steps = 2;  // K: the last steps whose graph is kept
+  ShapeLossOptions loss;
+  double max_grad_norm = 1.0;
+};
+
+struct DraftStepStats {
+  std::vector<scene::Score> scores;  // mini-GenEval's, of the rolled-out images
+  ShapeLossStats loss;
+  double grad_norm = 0;  // before clipping
+};
+
+// One DRaFT-K step: roll out (prompt, seed) rows with the graph of the last K
+// steps, score the images, and take one optimiser step on shape_loss.
+DraftStepStats draft_step(DiT& model, torch::optim::Optimizer& opt, const std::vector<scene::Prompt>& prompts,
+                          const torch::Tensor& tokens, const std::vector<uint64_t>& seeds, const DraftOptions& opts);
+
+}  // namespace spotlight::models
