@@ -12,12 +12,15 @@
 
 namespace spotlight::models {
 
-std::vector<ShapeTarget> shape_targets(const std::vector<scene::Prompt>& prompts, const torch::Tensor& images) {
+std::vector<ShapeTarget> shape_targets(const std::vector<scene::Prompt>& prompts, const torch::Tensor& images,
+                                       std::vector<scene::Score>* scores) {
   std::vector<ShapeTarget> out;
+  if (scores) scores->clear();
   for_each_image(prompts, images, "shape_targets", [&](size_t i, const float* chw, int size) {
     const auto found = scene::detect(chw, size);
+    if (scores) scores->push_back(scene::score(prompts[i], found));
     const auto best = scene::best_shapes(prompts[i], found);
-    for (size_t k = 0; k < std::min<size_t>(found.size(), 8); ++k) {
+    for (size_t k = 0; k < std::min(found.size(), scene::kMaxAssignedBlobs); ++k) {
       const auto& d = found[k];
       out.push_back({int64_t(i), d.color, d.x0, d.y0, d.x1, d.y1, best[k].shape, best[k].shape == d.shape});
     }
@@ -120,8 +123,7 @@ DraftStepStats draft_step(DiT& model, torch::optim::Optimizer& opt, const std::v
                           const torch::Tensor& tokens, const std::vector<uint64_t>& seeds, const DraftOptions& opts) {
   DraftStepStats out;
   auto images = sample_with_grad_tail(model, tokens, seeds, opts.steps, opts.shift, opts.guidance, opts.grad_steps);
-  out.scores = score_batch(prompts, images);
-  const auto targets = shape_targets(prompts, images);
+  const auto targets = shape_targets(prompts, images, &out.scores);
   opt.zero_grad();
   shape_loss(images, targets, opts.loss, &out.loss).backward();
   out.grad_norm = double(torch::nn::utils::clip_grad_norm_(model->parameters(), opts.max_grad_norm));

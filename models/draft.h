@@ -49,8 +49,11 @@ struct ShapeTarget {
 };
 
 // The blobs of each image [B, 3, S, S] and the shapes that would score its
-// prompt best (scene::best_shapes; blobs past the first 8 are left out).
-std::vector<ShapeTarget> shape_targets(const std::vector<scene::Prompt>& prompts, const torch::Tensor& images);
+// prompt best (scene::best_shapes; blobs past its first kMaxAssignedBlobs are
+// left out). With `scores`, also each image's mini-GenEval score
+// (score_batch's), from the same detection.
+std::vector<ShapeTarget> shape_targets(const std::vector<scene::Prompt>& prompts, const torch::Tensor& images,
+                                       std::vector<scene::Score>* scores = nullptr);
 
 struct ShapeLossOptions {
   double temperature = 0.1;  // width t of the soft snap's logistics

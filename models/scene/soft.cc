@@ -92,7 +92,7 @@ double expected_reward(const Prompt& p, const std::vector<Detection>& found, con
 std::vector<Detection> best_shapes(const Prompt& p, const std::vector<Detection>& found) {
   std::vector<Detection> work = found, best = found;
   std::vector<int> all;
-  for (int i = 0; i < static_cast<int>(std::min<size_t>(work.size(), 8)); ++i) all.push_back(i);
+  for (int i = 0; i < static_cast<int>(std::min(work.size(), kMaxAssignedBlobs)); ++i) all.push_back(i);
   double best_reward = score(p, work).reward;
   size_t best_changes = 0;
   for_each_assignment(work, all, [&] {

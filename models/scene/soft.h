@@ -33,12 +33,15 @@ std::array<double, kNumShapes> shape_probabilities(const Detection& d, const Sof
 double expected_reward(const Prompt& p, const std::vector<Detection>& found,
                        const SoftOptions& o = {});
 
+// Blobs whose shape calls best_shapes varies: the first 8 (3^8 scorings).
+inline constexpr size_t kMaxAssignedBlobs = 8;
+
 // The best score(p, ·).reward over every shape assignment of the blobs, or of
-// the first 8 of them (3^8 scorings): how much reward shape calls alone cost.
+// the first kMaxAssignedBlobs of them: how much reward shape calls alone cost.
 double best_reward_over_shapes(const Prompt& p, const std::vector<Detection>& found);
 
 // The assignment that gives best_reward_over_shapes: `found` with each of its
-// first 8 blobs' shape set to the call that scores best. Of assignments that
+// first kMaxAssignedBlobs blobs' shape set to the call that scores best. Of assignments that
 // score alike, the one that changes the fewest calls wins, so a blob whose
 // shape does not matter keeps the detector's call.
 std::vector<Detection> best_shapes(const Prompt& p, const std::vector<Detection>& found);

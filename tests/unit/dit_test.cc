@@ -604,8 +604,11 @@ TEST(Draft, ShapeTargetsWantTheShapesThatScoreBest) {
   scene::Prompt p;
   p.tag = scene::Tag::colors;
   p.include = {c};
-  const auto targets = shape_targets({p}, image);
+  std::vector<scene::Score> scores;
+  const auto targets = shape_targets({p}, image, &scores);
   ASSERT_EQ(targets.size(), 1u);
+  ASSERT_EQ(scores.size(), 1u);
+  EXPECT_EQ(scores[0].reward, score_batch({p}, image)[0].reward) << "the same detection, the same score";
   EXPECT_EQ(targets[0].shape, scene::Shape::square);
   EXPECT_FALSE(targets[0].called_right);
   ShapeLossStats st;
