@@ -96,9 +96,11 @@ torch::Tensor shape_loss(const torch::Tensor& images, const std::vector<ShapeTar
 }
 
 torch::Tensor sample_with_grad_tail(DiT& model, const torch::Tensor& tokens, const std::vector<uint64_t>& seeds,
-                                    int steps, double shift, double guidance, int grad_steps) {
+                                    int steps, double shift, double guidance, int grad_steps, EarlyLatent* early) {
   if (grad_steps < 1 || grad_steps > steps)
     throw std::invalid_argument("sample_with_grad_tail: grad_steps must lie in [1, steps]");
+  if (early && (early->step < 0 || early->step >= steps - grad_steps))
+    throw std::invalid_argument("sample_with_grad_tail: the early latent must be one of the steps without the graph");
   if (int64_t(seeds.size()) != tokens.size(0))
     throw std::invalid_argument("sample_with_grad_tail: one seed per prompt row is needed");
   SamplerOptions opts;
@@ -112,7 +114,10 @@ torch::Tensor sample_with_grad_tail(DiT& model, const torch::Tensor& tokens, con
   {
     torch::NoGradGuard no_grad;
     x = initial_latent(model->config(), seeds, tokens.device());
-    for (int i = 0; i < steps - grad_steps; ++i) x = denoise_step(model, x, tokens, seeds, sigmas, i, opts);
+    for (int i = 0; i < steps - grad_steps; ++i) {
+      if (early && i == early->step) early->x = x;
+      x = denoise_step(model, x, tokens, seeds, sigmas, i, opts);
+    }
   }
   for (int i = steps - grad_steps; i < steps; ++i)
     x = x + (sigmas[size_t(i) + 1] - sigmas[size_t(i)]) * guided_velocity(model, x, sigmas[size_t(i)], tokens, guidance);
@@ -120,12 +125,36 @@ torch::Tensor sample_with_grad_tail(DiT& model, const torch::Tensor& tokens, con
 }
 
 DraftStepStats draft_step(DiT& model, torch::optim::Optimizer& opt, const std::vector<scene::Prompt>& prompts,
-                          const torch::Tensor& tokens, const std::vector<uint64_t>& seeds, const DraftOptions& opts) {
+                          const torch::Tensor& tokens, const std::vector<uint64_t>& seeds, const DraftOptions& opts,
+                          DiT* reference) {
   DraftStepStats out;
-  auto images = sample_with_grad_tail(model, tokens, seeds, opts.steps, opts.shift, opts.guidance, opts.grad_steps);
+  const bool anchored = reference && opts.reference_weight > 0 && opts.grad_steps < opts.steps;
+  EarlyLatent early;
+  if (anchored) {
+    // A step drawn uniformly from those without the graph, keyed by the
+    // iteration's seeds (fresh each iteration, fixed by the run's --seed).
+    uint64_t h = 0x9e3779b97f4a7c15ULL;
+    for (uint64_t s : seeds) h = (h ^ s) * 0x100000001b3ULL;
+    early.step = int((h >> 17) % uint64_t(opts.steps - opts.grad_steps));
+  }
+  auto images = sample_with_grad_tail(model, tokens, seeds, opts.steps, opts.shift, opts.guidance, opts.grad_steps,
+                                      anchored ? &early : nullptr);
   const auto targets = shape_targets(prompts, images, &out.scores);
   opt.zero_grad();
-  shape_loss(images, targets, opts.loss, &out.loss).backward();
+  auto loss = shape_loss(images, targets, opts.loss, &out.loss);
+  if (anchored) {
+    const double s = shifted_sigmas(opts.steps, opts.shift)[size_t(early.step)];
+    torch::Tensor v_ref;
+    {
+      torch::NoGradGuard no_grad;
+      v_ref = guided_velocity(*reference, early.x, s, tokens, opts.guidance);
+    }
+    const auto mse = (guided_velocity(model, early.x, s, tokens, opts.guidance) - v_ref).pow(2).mean();
+    out.reference_mse = mse.item<double>();
+    out.anchored_step = early.step;
+    loss = loss + opts.reference_weight * mse;
+  }
+  loss.backward();
   out.grad_norm = double(torch::nn::utils::clip_grad_norm_(model->parameters(), opts.max_grad_norm));
   opt.step();
   return out;

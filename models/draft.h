@@ -85,9 +85,16 @@ torch::Tensor shape_loss(const torch::Tensor& images, const std::vector<ShapeTar
 
 // The Euler ODE rollout of spotlight-eval (steps, shift, guidance), the same
 // seeded initial noise, with the autograd graph kept through the last
-// `grad_steps` steps only (DRaFT-K): the earlier steps run without it.
+// `grad_steps` steps only (DRaFT-K): the earlier steps run without it. With
+// `early` (and `grad_steps` < `steps`), it also receives the latent before
+// step early->step, which must be one of the steps run without the graph.
+struct EarlyLatent {
+  int step = 0;
+  torch::Tensor x;
+};
 torch::Tensor sample_with_grad_tail(DiT& model, const torch::Tensor& tokens, const std::vector<uint64_t>& seeds,
-                                    int steps, double shift, double guidance, int grad_steps);
+                                    int steps, double shift, double guidance, int grad_steps,
+                                    EarlyLatent* early = nullptr);
 
 struct DraftOptions {
   int steps = 20;  // the rollout: spotlight-eval's Euler ODE
@@ -96,17 +103,29 @@ struct DraftOptions {
   int grad_steps = 2;  // K: the last steps whose graph is kept
   ShapeLossOptions loss;
   double max_grad_norm = 1.0;
+  // The anchor. The gradient reaches only the last K steps, but the weights
+  // it moves also run the earlier ones, which lay out the scene (where the
+  // objects are, how many, which colours); left alone they drift, and the
+  // reward the shapes gain is lost again to counts and colours. With a
+  // reference (the starting checkpoint), reference_weight * |v - v_ref|^2 at
+  // one of the earlier steps, drawn per iteration, holds them where they were.
+  double reference_weight = 0;
 };
 
 struct DraftStepStats {
   std::vector<scene::Score> scores;  // mini-GenEval's, of the rolled-out images
   ShapeLossStats loss;
+  double reference_mse = 0;  // |v - v_ref|^2 at the anchored step (0 without an anchor)
+  int anchored_step = -1;
   double grad_norm = 0;  // before clipping
 };
 
 // One DRaFT-K step: roll out (prompt, seed) rows with the graph of the last K
-// steps, score the images, and take one optimiser step on shape_loss.
+// steps, score the images, and take one optimiser step on shape_loss (plus,
+// with `reference` and opts.reference_weight > 0, the anchor at an earlier
+// step, drawn from the rows' seeds so that a run replays exactly).
 DraftStepStats draft_step(DiT& model, torch::optim::Optimizer& opt, const std::vector<scene::Prompt>& prompts,
-                          const torch::Tensor& tokens, const std::vector<uint64_t>& seeds, const DraftOptions& opts);
+                          const torch::Tensor& tokens, const std::vector<uint64_t>& seeds, const DraftOptions& opts,
+                          DiT* reference = nullptr);
 
 }  // namespace spotlight::models

@@ -638,6 +638,74 @@ TEST(Draft, TheGradTailRollsOutWhatTheSamplerDoesAndReachesTheWeights) {
     EXPECT_GT(grad, 0.0) << "K = " << k;
   }
   EXPECT_THROW(sample_with_grad_tail(m, tokens, seeds, 6, 3.0, 1.0, 7), std::invalid_argument);
+  // The early latent the anchor needs is the sampler's, before that step.
+  ode.record = true;
+  const auto recorded = sample(m, tokens, seeds, ode).latents;
+  EarlyLatent early{2, {}};
+  sample_with_grad_tail(m, tokens, seeds, ode.steps, ode.shift, ode.guidance, 3, &early);
+  EXPECT_TRUE(torch::allclose(early.x, recorded[2], 1e-6, 1e-6));
+  early.step = 3;  // the first step with the graph
+  EXPECT_THROW(sample_with_grad_tail(m, tokens, seeds, ode.steps, ode.shift, ode.guidance, 3, &early),
+               std::invalid_argument);
+}
+
+TEST(Draft, TheReferenceAnchorHoldsTheEarlyStepsNearTheStartingWeights) {
+  // The shipped model draws blobs, so the shape loss has something to pull
+  // on; the same three steps with and without the anchor, from the same start.
+  const std::string path = std::string(SPOTLIGHT_SOURCE_DIR) + "/models/checkpoints/tiny.pt";
+  auto reference = load_checkpoint(path).model;
+  const auto prompts = some_prompts(4, 21);
+  auto tokens = encode_prompts(prompts, reference->config().text_len);
+  DraftOptions opts;
+  opts.steps = 12;  // fewer and the shipped model's images hold no blobs yet
+  opts.grad_steps = 2;
+  opts.guidance = load_checkpoint(path).info.guidance;
+  const auto sigmas = shifted_sigmas(opts.steps, opts.shift);
+  // Mean |v - v_ref|^2 over the steps without the graph, on the reference's own trajectory.
+  SamplerOptions ode;
+  ode.steps = opts.steps;
+  ode.shift = opts.shift;
+  ode.noise_level = 0;
+  ode.guidance = opts.guidance;
+  ode.record = true;
+  const auto latents = sample(reference, tokens, {5, 6, 7, 8}, ode).latents;
+  auto early_distance = [&](DiT& m) {
+    torch::NoGradGuard ng;
+    double sum = 0;
+    for (int i = 0; i < opts.steps - opts.grad_steps; ++i)
+      sum += (guided_velocity(m, latents[size_t(i)], sigmas[size_t(i)], tokens, opts.guidance) -
+              guided_velocity(reference, latents[size_t(i)], sigmas[size_t(i)], tokens, opts.guidance))
+                 .pow(2)
+                 .mean()
+                 .item<double>();
+    return sum / (opts.steps - opts.grad_steps);
+  };
+  std::map<double, double> distance;
+  for (double w : {0.0, 1e4}) {
+    auto m = load_checkpoint(path).model;
+    torch::optim::Adam adam(m->parameters(), torch::optim::AdamOptions(3e-4));
+    opts.reference_weight = w;
+    for (int it = 0; it < 3; ++it) {
+      const std::vector<uint64_t> seeds = {uint64_t(100 + it), uint64_t(200 + it), uint64_t(300 + it), uint64_t(400 + it)};
+      const auto st = draft_step(m, adam, prompts, tokens, seeds, opts, &reference);
+      ASSERT_GT(st.loss.targets, 0) << "no blobs: the shape loss pulls on nothing";
+      if (w > 0) {
+        EXPECT_GE(st.anchored_step, 0);
+        EXPECT_LT(st.anchored_step, opts.steps - opts.grad_steps);
+        if (it == 0) {
+          EXPECT_LT(st.reference_mse, 1e-12) << "the first step starts at the reference";
+        } else {
+          EXPECT_GT(st.reference_mse, 0.0);
+        }
+      } else {
+        EXPECT_EQ(st.anchored_step, -1);
+      }
+    }
+    distance[w] = early_distance(m);
+  }
+  EXPECT_GT(distance[0.0], 0.0);
+  EXPECT_LT(distance[1e4], 0.5 * distance[0.0]) << "the anchor should hold the early steps: " << distance[1e4]
+                                                 << " against " << distance[0.0] << " without it";
 }
 
 

@@ -142,7 +142,9 @@ int main(int argc, char** argv) {
                "nft: worse-than-average samples anchor the velocity at the old policy's (r = 1/2) instead of "
                "pushing it away from their images");
   app.add_option("--reference-weight", reference_weight,
-                 "nft: weight of |v - v_ref|^2, the velocity's distance from the starting checkpoint's (0: none)")
+                 "nft and draft: weight of |v - v_ref|^2, the velocity's distance from the starting checkpoint's "
+                 "(nft: at the trained noise levels; draft: at one of the steps before the gradient's, drawn per "
+                 "iteration; 0: none)")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--epochs", epochs, "nft: passes over each iteration's rollouts, each in --updates minibatches")
       ->check(CLI::Range(1, 64));
@@ -185,11 +187,13 @@ int main(int argc, char** argv) {
           "--sde-begin, --sde-end, --train-steps, --clip, --beta, --group-std, --explore, --reward, --rank-every");
     if ((app.count("--draft-steps") || draft_through_clamp) && !draft)
       throw std::invalid_argument("--draft-steps and --draft-through-clamp belong to --objective draft");
-    if (!nft && (nft_cfg || noise_draws != 1 || positive_only || reference_weight > 0 || epochs != 1 ||
-                 adv_clip != 1.0 || select != "advantage"))
+    if (!nft && (nft_cfg || noise_draws != 1 || positive_only || epochs != 1 || adv_clip != 1.0 ||
+                 select != "advantage"))
       throw std::invalid_argument(
-          "--nft-cfg, --noise-draws, --positive-only, --reference-weight, --epochs, --adv-clip and --select "
-          "belong to --objective nft");
+          "--nft-cfg, --noise-draws, --positive-only, --epochs, --adv-clip and --select belong to --objective nft");
+    if (!nft && !draft && reference_weight > 0)
+      throw std::invalid_argument(
+          "--reference-weight belongs to --objective nft and draft (grpo's pull to the reference is --beta)");
     if (explore > 0 && !nft)
       throw std::invalid_argument("--explore selects among finished images: it needs --objective nft");
     if (explore > 0 && explore <= group)
@@ -216,6 +220,11 @@ int main(int argc, char** argv) {
     draft_opts.loss.straight_through = draft_through_clamp;
     if (draft && draft_steps > eval.steps)
       throw std::invalid_argument("--draft-steps may not exceed the rollout's --eval-steps");
+    if (draft && reference_weight > 0 && draft_steps == eval.steps)
+      throw std::invalid_argument(
+          "--reference-weight anchors the steps before the gradient's: with --draft-steps equal to --eval-steps "
+          "there are none");
+    draft_opts.reference_weight = reference_weight;
     const auto dev = spotlight::tools::parse_device(device);
     auto model = ck.model;
     model->to(dev);
@@ -290,14 +299,15 @@ int main(int argc, char** argv) {
       const auto r0 = Clock::now();
       if (draft) {
         // Rollout and update in one: the images carry the graph of their last steps.
-        const auto st = models::draft_step(model, opt, prompts, tokens, seeds, draft_opts);
+        const auto st = models::draft_step(model, opt, prompts, tokens, seeds, draft_opts, ref ? &ref : nullptr);
         if (ema) ema->update(model);
         const auto rewards = models::rewards_tensor(st.scores);
         std::cout << "{\"event\":\"iter\",\"iter\":" << iter << ",\"reward_mean\":" << rewards.mean().item<double>()
                   << ",\"reward_std\":" << rewards.std(false).item<double>()
                   << ",\"best_of_group\":" << models::best_of_group_mean(rewards, group)
                   << ",\"loss\":" << st.loss.loss << ",\"blobs\":" << st.loss.targets
-                  << ",\"called_right\":" << st.loss.called_right << ",\"grad_norm\":" << st.grad_norm
+                  << ",\"called_right\":" << st.loss.called_right << ",\"reference_mse\":" << st.reference_mse
+                  << ",\"grad_norm\":" << st.grad_norm
                   << ",\"step_s\":" << std::chrono::duration<double>(Clock::now() - r0).count()
                   << ",\"elapsed_s\":" << elapsed() << "}" << std::endl;
         if (iter % eval_every == 0) run_eval(iter);
