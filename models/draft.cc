@@ -115,7 +115,10 @@ torch::Tensor sample_with_grad_tail(DiT& model, const torch::Tensor& tokens, con
     torch::NoGradGuard no_grad;
     x = initial_latent(model->config(), seeds, tokens.device());
     for (int i = 0; i < steps - grad_steps; ++i) {
-      if (early && i == early->step) early->x = x;
+      if (early && i == early->step) {
+        early->x = x;
+        early->sigma = sigmas[size_t(i)];
+      }
       x = denoise_step(model, x, tokens, seeds, sigmas, i, opts);
     }
   }
@@ -143,13 +146,9 @@ DraftStepStats draft_step(DiT& model, torch::optim::Optimizer& opt, const std::v
   opt.zero_grad();
   auto loss = shape_loss(images, targets, opts.loss, &out.loss);
   if (anchored) {
-    const double s = shifted_sigmas(opts.steps, opts.shift)[size_t(early.step)];
-    torch::Tensor v_ref;
-    {
-      torch::NoGradGuard no_grad;
-      v_ref = guided_velocity(*reference, early.x, s, tokens, opts.guidance);
-    }
-    const auto mse = (guided_velocity(model, early.x, s, tokens, opts.guidance) - v_ref).pow(2).mean();
+    const auto s = torch::full({early.x.size(0)}, early.sigma, early.x.options());
+    const auto mse = reference_mse(guided_velocity(model, early.x, s, tokens, opts.guidance), *reference, early.x, s,
+                                   tokens, opts.guidance);
     out.reference_mse = mse.item<double>();
     out.anchored_step = early.step;
     loss = loss + opts.reference_weight * mse;

@@ -87,10 +87,12 @@ torch::Tensor shape_loss(const torch::Tensor& images, const std::vector<ShapeTar
 // seeded initial noise, with the autograd graph kept through the last
 // `grad_steps` steps only (DRaFT-K): the earlier steps run without it. With
 // `early` (and `grad_steps` < `steps`), it also receives the latent before
-// step early->step, which must be one of the steps run without the graph.
+// step early->step, which must be one of the steps run without the graph,
+// and that step's noise level.
 struct EarlyLatent {
   int step = 0;
   torch::Tensor x;
+  double sigma = 0;
 };
 torch::Tensor sample_with_grad_tail(DiT& model, const torch::Tensor& tokens, const std::vector<uint64_t>& seeds,
                                     int steps, double shift, double guidance, int grad_steps,

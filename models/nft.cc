@@ -45,12 +45,7 @@ torch::Tensor nft_loss(DiT& model, DiT& old, const torch::Tensor& x0, const torc
   auto loss = (rr * pos + (1 - rr) * neg).mean();
   torch::Tensor ref_mse;
   if (reference_weight > 0) {
-    torch::Tensor v_ref;
-    {
-      torch::NoGradGuard no_grad;
-      v_ref = guided_velocity(*reference, x, s, tokens, guidance).to(torch::kFloat32);
-    }
-    ref_mse = (v - v_ref).pow(2).mean();
+    ref_mse = reference_mse(v, *reference, x, s, tokens, guidance);
     loss = loss + reference_weight * ref_mse;
   }
   if (stats) {

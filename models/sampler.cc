@@ -44,6 +44,16 @@ torch::Tensor guided_velocity(DiT& model, const torch::Tensor& x, double s, cons
   return guided_velocity(model, x, torch::full({x.size(0)}, s, x.options()), tokens, guidance, sp, null_grad);
 }
 
+torch::Tensor reference_mse(const torch::Tensor& v, DiT& reference, const torch::Tensor& x, const torch::Tensor& s,
+                            const torch::Tensor& tokens, double guidance) {
+  torch::Tensor v_ref;
+  {
+    torch::NoGradGuard no_grad;
+    v_ref = guided_velocity(reference, x, s, tokens, guidance).to(torch::kFloat32);
+  }
+  return (v.to(torch::kFloat32) - v_ref).pow(2).mean();
+}
+
 torch::Tensor denoise_step(DiT& model, const torch::Tensor& x, const torch::Tensor& tokens,
                            const std::vector<uint64_t>& seeds, const std::vector<double>& sigmas,
                            int step, const SamplerOptions& opts, torch::Tensor* log_prob,

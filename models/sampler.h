@@ -60,6 +60,13 @@ torch::Tensor guided_velocity(DiT& model, const torch::Tensor& x, double s, cons
 torch::Tensor guided_velocity(DiT& model, const torch::Tensor& x, const torch::Tensor& s, const torch::Tensor& tokens,
                               double guidance, const SequenceParallel* sp = nullptr, bool null_grad = true);
 
+// |v - v_ref|^2, the mean over every element (in fp32), where v_ref is
+// `reference`'s guided velocity at the same (x, s, tokens), computed without a
+// gradient: the flow-matching form of a pull towards a fixed reference model
+// (--reference-weight of nft and of draft).
+torch::Tensor reference_mse(const torch::Tensor& v, DiT& reference, const torch::Tensor& x, const torch::Tensor& s,
+                            const torch::Tensor& tokens, double guidance);
+
 // One denoising step i: x_i -> x_{i+1} (a resumable explorer calls this step by
 // step and commits x between calls). `log_prob`, when given, receives the
 // step's per-sample log-prob (SDE steps only).

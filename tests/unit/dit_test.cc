@@ -644,6 +644,7 @@ TEST(Draft, TheGradTailRollsOutWhatTheSamplerDoesAndReachesTheWeights) {
   EarlyLatent early{2, {}};
   sample_with_grad_tail(m, tokens, seeds, ode.steps, ode.shift, ode.guidance, 3, &early);
   EXPECT_TRUE(torch::allclose(early.x, recorded[2], 1e-6, 1e-6));
+  EXPECT_EQ(early.sigma, shifted_sigmas(ode.steps, ode.shift)[2]);
   early.step = 3;  // the first step with the graph
   EXPECT_THROW(sample_with_grad_tail(m, tokens, seeds, ode.steps, ode.shift, ode.guidance, 3, &early),
                std::invalid_argument);
@@ -653,13 +654,14 @@ TEST(Draft, TheReferenceAnchorHoldsTheEarlyStepsNearTheStartingWeights) {
   // The shipped model draws blobs, so the shape loss has something to pull
   // on; the same three steps with and without the anchor, from the same start.
   const std::string path = std::string(SPOTLIGHT_SOURCE_DIR) + "/models/checkpoints/tiny.pt";
-  auto reference = load_checkpoint(path).model;
+  auto shipped = load_checkpoint(path);
+  auto reference = shipped.model;
   const auto prompts = some_prompts(4, 21);
   auto tokens = encode_prompts(prompts, reference->config().text_len);
   DraftOptions opts;
   opts.steps = 12;  // fewer and the shipped model's images hold no blobs yet
   opts.grad_steps = 2;
-  opts.guidance = load_checkpoint(path).info.guidance;
+  opts.guidance = shipped.info.guidance;
   const auto sigmas = shifted_sigmas(opts.steps, opts.shift);
   // Mean |v - v_ref|^2 over the steps without the graph, on the reference's own trajectory.
   SamplerOptions ode;
