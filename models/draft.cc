@@ -69,6 +69,7 @@ torch::Tensor shape_loss(const torch::Tensor& images, const std::vector<ShapeTar
                          const ShapeLossOptions& opts, ShapeLossStats* stats) {
   const double batch = double(std::max<int64_t>(1, images.size(0)));
   if (stats) *stats = {};
+  if (!(opts.ring_weight >= 0)) throw std::invalid_argument("shape_loss: the ring's weight must be 0 or more");
   if (targets.empty()) return (images * 0).sum();
   const auto masks = soft_color_masks(images, opts.temperature, opts.straight_through);
   const int64_t H = masks.size(2), W = masks.size(3);
@@ -84,7 +85,22 @@ torch::Tensor shape_loss(const torch::Tensor& images, const std::vector<ShapeTar
     const int64_t x0 = std::max<int64_t>(t.x0 - 1, 0), x1 = std::min<int64_t>(t.x1 + 1, W);
     auto m = masks[t.image][static_cast<int>(t.color)].slice(0, y0, y1).slice(1, x0, x1);
     tpl = tpl.slice(0, y0 - (t.y0 - 1), y1 - (t.y0 - 1)).slice(1, x0 - (t.x0 - 1), x1 - (t.x0 - 1));
-    terms.push_back((m - tpl).pow(2).mean());
+    torch::Tensor per_pixel;
+    if (opts.kind == ShapeLossOptions::Kind::bce) {
+      // Clamped so that log(1 - m) stays finite where float rounds m to 1;
+      // the clamp bites only past logits of about 14.
+      const auto mc = m.clamp(1e-6, 1 - 1e-6);
+      per_pixel = -(tpl * mc.log() + (1 - tpl) * (1 - mc).log());
+    } else {
+      per_pixel = (m - tpl).pow(2);
+    }
+    if (opts.ring_weight == 1.0) {
+      terms.push_back(per_pixel.mean());
+    } else {
+      auto w = torch::full_like(per_pixel, opts.ring_weight);
+      w.slice(0, t.y0 - y0, t.y1 - y0).slice(1, t.x0 - x0, t.x1 - x0).fill_(1.0);
+      terms.push_back((w * per_pixel).sum() / w.sum());
+    }
   }
   auto loss = torch::stack(terms).sum() / batch;
   if (stats) {

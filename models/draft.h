@@ -62,6 +62,20 @@ struct ShapeLossOptions {
   // lit. Straight through: the clamp's value forwards, the identity's
   // gradient backwards.
   bool straight_through = false;
+  // How a blob's soft snap m is compared with its template T, per pixel.
+  // mse: (m - T)^2. bce: -T log m - (1 - T) log(1 - m). m is a product of
+  // logistics, so under mse a pixel snapped firmly to the wrong side (a lit
+  // corner of a square that should be a circle, m ~ 0.99) has almost no
+  // gradient: (m - T) m' with m' ~ 0.01. Under bce its gradient through the
+  // logits stays of order 1, so the pixels that must change are the ones
+  // that move, not only the half-lit edges.
+  enum class Kind { mse, bce };
+  Kind kind = Kind::mse;
+  // Weight of the one-pixel ring around the box (the box's pixels weigh 1).
+  // The ring keeps a blob from widening its box; but the box is the hard
+  // detector's, re-found every iteration, so darkening a blob's faint rim
+  // can also shrink it step by step until it is no longer found.
+  double ring_weight = 1.0;
 };
 
 struct ShapeLossStats {
@@ -77,7 +91,8 @@ torch::Tensor soft_color_masks(const torch::Tensor& images, double temperature, 
 // draws it into a square one), with the one-pixel ring around the box at 0.
 torch::Tensor shape_template(scene::Shape shape, int w, int h);
 
-// The template loss, summed over blobs and divided by the batch's images (0
+// The template loss (opts.kind, the weighted mean over a blob's box and ring), summed
+// over blobs and divided by the batch's images (0
 // without targets, with the graph of `images` kept). The ring is clipped to
 // the image.
 torch::Tensor shape_loss(const torch::Tensor& images, const std::vector<ShapeTarget>& targets,

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -558,13 +559,19 @@ TEST(Draft, TheShapeLossGradientTurnsABlobIntoTheWantedShape) {
                                                          {scene::Shape::square, scene::Shape::circle},
                                                          {scene::Shape::circle, scene::Shape::triangle},
                                                          {scene::Shape::triangle, scene::Shape::square}};
+  for (const auto& [kind, ring] : {std::pair{ShapeLossOptions::Kind::mse, 1.0},
+                                   std::pair{ShapeLossOptions::Kind::bce, 1.0},
+                                   std::pair{ShapeLossOptions::Kind::bce, 0.0}})
   for (const auto& [from, to] : cases) {
+    SCOPED_TRACE(std::string(kind == ShapeLossOptions::Kind::bce ? "bce" : "mse") + ", ring " + std::to_string(ring));
     auto image = rendered_one(from, 7).requires_grad_(true);
     auto found = detect_one(image);
     ASSERT_EQ(found.size(), 1u);
     ASSERT_EQ(found[0].shape, from);
     torch::optim::Adam opt({image}, torch::optim::AdamOptions(0.02));
-    const ShapeLossOptions o;
+    ShapeLossOptions o;
+    o.kind = kind;
+    o.ring_weight = ring;
     for (int step = 0; step < 400 && !found.empty() && found[0].shape != to; ++step) {
       const auto& d = found[0];
       opt.zero_grad();
@@ -576,6 +583,66 @@ TEST(Draft, TheShapeLossGradientTurnsABlobIntoTheWantedShape) {
     EXPECT_EQ(found[0].shape, to) << scene::shape_name(from) << " -> " << scene::shape_name(to) << ": fill "
                                   << found[0].fill << ", centroid height " << found[0].centroid_height;
   }
+}
+
+TEST(Draft, BceKeepsAGradientOnPixelsSnappedToTheWrongSide) {
+  // A rendered square that should be a circle: its box's corner pixels are lit
+  // red (snapped firmly, m ~ 1) where the template wants 0. Under mse their
+  // gradient is (m - T) m', and m' ~ 0 there; under bce it stays of order 1.
+  // Both losses still rank the blob's own shape first.
+  auto image = rendered_one(scene::Shape::square, 7);
+  const auto found = detect_one(image);
+  ASSERT_EQ(found.size(), 1u);
+  const auto& d = found[0];
+  ASSERT_EQ(d.shape, scene::Shape::square);
+  std::map<ShapeLossOptions::Kind, double> corner;
+  for (const auto kind : {ShapeLossOptions::Kind::mse, ShapeLossOptions::Kind::bce}) {
+    ShapeLossOptions o;
+    o.kind = kind;
+    auto x = image.clone().requires_grad_(true);
+    const ShapeTarget circle{0, d.color, d.x0, d.y0, d.x1, d.y1, scene::Shape::circle, false};
+    shape_loss(x, {circle}, o).backward();
+    // The corner pixel's gradient, over the three channels.
+    corner[kind] = x.grad().index({0, torch::indexing::Slice(), d.y0, d.x0}).norm().item<double>();
+    const auto square_loss =
+        shape_loss(image, {{0, d.color, d.x0, d.y0, d.x1, d.y1, scene::Shape::square, false}}, o).item<double>();
+    EXPECT_LT(square_loss, shape_loss(image, {circle}, o).item<double>());
+    EXPECT_TRUE(std::isfinite(square_loss));
+  }
+  EXPECT_GT(corner[ShapeLossOptions::Kind::bce], 10 * corner[ShapeLossOptions::Kind::mse])
+      << "mse " << corner[ShapeLossOptions::Kind::mse] << ", bce " << corner[ShapeLossOptions::Kind::bce];
+}
+
+TEST(Draft, TheRingWeighsWhatItIsGiven) {
+  // A lit pixel on the ring around a blob's box: its gradient scales with the
+  // ring's weight, and is 0 at weight 0, where the box's pixels are all the
+  // loss is made of.
+  auto image = rendered_one(scene::Shape::square, 7);
+  const auto found = detect_one(image);
+  ASSERT_EQ(found.size(), 1u);
+  const auto& d = found[0];
+  ASSERT_GT(d.x0, 0);
+  image[0][0][d.y0][d.x0 - 1] = 1.0f;  // red, just left of the box
+  image[0][1][d.y0][d.x0 - 1] = -1.0f;
+  image[0][2][d.y0][d.x0 - 1] = -1.0f;
+  std::map<double, double> ring_grad, loss;
+  for (const double w : {0.0, 1.0, 0.5}) {
+    ShapeLossOptions o;
+    o.ring_weight = w;
+    auto x = image.clone().requires_grad_(true);
+    auto l = shape_loss(x, {{0, d.color, d.x0, d.y0, d.x1, d.y1, scene::Shape::square, false}}, o);
+    l.backward();
+    loss[w] = l.item<double>();
+    ring_grad[w] = x.grad().index({0, torch::indexing::Slice(), d.y0, d.x0 - 1}).abs().sum().item<double>();
+  }
+  EXPECT_EQ(ring_grad[0.0], 0.0);
+  EXPECT_GT(ring_grad[0.5], 0.0);
+  EXPECT_GT(ring_grad[1.0], ring_grad[0.5]);
+  EXPECT_LT(loss[0.0], loss[1.0]) << "the lit ring pixel costs only where the ring counts";
+  ShapeLossOptions bad;
+  bad.ring_weight = -1;
+  EXPECT_THROW(shape_loss(image, {{0, d.color, d.x0, d.y0, d.x1, d.y1, scene::Shape::square, false}}, bad),
+               std::invalid_argument);
 }
 
 TEST(Draft, SaturatedPixelsGetAGradientOnlyStraightThroughTheClamp) {

@@ -62,8 +62,8 @@ int main(int argc, char** argv) {
   int updates = 2, noise_draws = 1, epochs = 1, draft_steps = 2;
   double nft_beta = 1.0, old_decay = 0.0, ema_decay = 0.0, reference_weight = 0.0, adv_clip = 1.0;
   bool nft_cfg = false, positive_only = false, keep_best = false, freeze_null = false;
-  std::string lr_decay = "none";
-  double minutes = 30, lr = 2e-4, guidance = -1, soft_width = 1;
+  std::string lr_decay = "none", draft_loss = "mse";
+  double minutes = 30, lr = 2e-4, guidance = -1, soft_width = 1, draft_ring_weight = 1;
   bool per_group_std = false, draft_through_clamp = false;
   uint64_t seed = 1;
   models::SamplerOptions sampler;
@@ -108,6 +108,14 @@ int main(int argc, char** argv) {
   app.add_flag("--draft-through-clamp", draft_through_clamp,
                "draft: pass the gradient straight through the detector's clamp to [-1, 1], so that saturated "
                "pixels can be darkened or lit");
+  app.add_option("--draft-loss", draft_loss,
+                 "draft: how a blob's soft snap is compared with its template, mse or bce (bce keeps a gradient "
+                 "on pixels snapped firmly to the wrong side; models/draft.h)")
+      ->check(CLI::IsMember({"mse", "bce"}));
+  app.add_option("--draft-ring-weight", draft_ring_weight,
+                 "draft: weight of the pixel ring around each blob's box, whose template is dark (the box's "
+                 "pixels weigh 1)")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--draft-steps", draft_steps,
                  "draft: the last denoising steps the gradient flows back through (DRaFT-K)")
       ->check(CLI::PositiveNumber);
@@ -185,8 +193,11 @@ int main(int argc, char** argv) {
           "--objective draft rolls out as spotlight-eval does (the ODE, --eval-steps) and trains on its "
           "differentiable stand-in for the detector's shape calls: it takes none of --steps, --noise-level, "
           "--sde-begin, --sde-end, --train-steps, --clip, --beta, --group-std, --explore, --reward, --rank-every");
-    if ((app.count("--draft-steps") || draft_through_clamp) && !draft)
-      throw std::invalid_argument("--draft-steps and --draft-through-clamp belong to --objective draft");
+    if ((app.count("--draft-steps") || app.count("--draft-loss") || app.count("--draft-ring-weight") ||
+         draft_through_clamp) &&
+        !draft)
+      throw std::invalid_argument(
+          "--draft-steps, --draft-loss, --draft-ring-weight and --draft-through-clamp belong to --objective draft");
     if (!nft && (nft_cfg || noise_draws != 1 || positive_only || epochs != 1 || adv_clip != 1.0 ||
                  select != "advantage"))
       throw std::invalid_argument(
@@ -218,6 +229,8 @@ int main(int argc, char** argv) {
     draft_opts.guidance = sampler.guidance;
     draft_opts.grad_steps = draft_steps;
     draft_opts.loss.straight_through = draft_through_clamp;
+    draft_opts.loss.ring_weight = draft_ring_weight;
+    draft_opts.loss.kind = draft_loss == "bce" ? models::ShapeLossOptions::Kind::bce : models::ShapeLossOptions::Kind::mse;
     if (draft && draft_steps > eval.steps)
       throw std::invalid_argument("--draft-steps may not exceed the rollout's --eval-steps");
     if (draft && reference_weight > 0 && draft_steps == eval.steps)
