@@ -72,6 +72,11 @@ torch::Tensor shape_loss(const torch::Tensor& images, const std::vector<ShapeTar
   if (!(opts.ring_weight >= 0)) throw std::invalid_argument("shape_loss: the ring's weight must be 0 or more");
   if (targets.empty()) return (images * 0).sum();
   const auto masks = soft_color_masks(images, opts.temperature, opts.straight_through);
+  torch::Tensor clamped;  // the detector's view of the pixels, for the pixel loss
+  if (opts.kind == ShapeLossOptions::Kind::pixel) {
+    auto x = images.to(torch::kFloat32);
+    clamped = opts.straight_through ? x + (x.clamp(-1, 1) - x).detach() : x.clamp(-1, 1);
+  }
   const int64_t H = masks.size(2), W = masks.size(3);
   std::vector<torch::Tensor> terms;
   terms.reserve(targets.size());
@@ -86,7 +91,15 @@ torch::Tensor shape_loss(const torch::Tensor& images, const std::vector<ShapeTar
     auto m = masks[t.image][static_cast<int>(t.color)].slice(0, y0, y1).slice(1, x0, x1);
     tpl = tpl.slice(0, y0 - (t.y0 - 1), y1 - (t.y0 - 1)).slice(1, x0 - (t.x0 - 1), x1 - (t.x0 - 1));
     torch::Tensor per_pixel;
-    if (opts.kind == ShapeLossOptions::Kind::bce) {
+    if (opts.kind == ShapeLossOptions::Kind::pixel) {
+      // Over the three channels: the colour where the template is 1, black
+      // (-1) where it is 0.
+      const auto rgb = scene::color_rgb(t.color);
+      auto x = clamped[t.image].slice(1, y0, y1).slice(2, x0, x1);  // [3, h, w]
+      auto colour = torch::tensor({rgb[0], rgb[1], rgb[2]}, x.options()).view({3, 1, 1});
+      auto target = tpl.unsqueeze(0) * (colour + 1) - 1;
+      per_pixel = (x - target).pow(2).mean(0) / 4;  // in [0, 1], as mse's
+    } else if (opts.kind == ShapeLossOptions::Kind::bce) {
       // Clamped so that log(1 - m) stays finite where float rounds m to 1;
       // the clamp bites only past logits of about 14.
       const auto mc = m.clamp(1e-6, 1 - 1e-6);

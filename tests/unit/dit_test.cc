@@ -561,9 +561,10 @@ TEST(Draft, TheShapeLossGradientTurnsABlobIntoTheWantedShape) {
                                                          {scene::Shape::triangle, scene::Shape::square}};
   for (const auto& [kind, ring] : {std::pair{ShapeLossOptions::Kind::mse, 1.0},
                                    std::pair{ShapeLossOptions::Kind::bce, 1.0},
-                                   std::pair{ShapeLossOptions::Kind::bce, 0.0}})
+                                   std::pair{ShapeLossOptions::Kind::bce, 0.0},
+                                   std::pair{ShapeLossOptions::Kind::pixel, 1.0}})
   for (const auto& [from, to] : cases) {
-    SCOPED_TRACE(std::string(kind == ShapeLossOptions::Kind::bce ? "bce" : "mse") + ", ring " + std::to_string(ring));
+    SCOPED_TRACE(std::to_string(static_cast<int>(kind)) + ", ring " + std::to_string(ring));
     auto image = rendered_one(from, 7).requires_grad_(true);
     auto found = detect_one(image);
     ASSERT_EQ(found.size(), 1u);
@@ -611,6 +612,37 @@ TEST(Draft, BceKeepsAGradientOnPixelsSnappedToTheWrongSide) {
   }
   EXPECT_GT(corner[ShapeLossOptions::Kind::bce], 10 * corner[ShapeLossOptions::Kind::mse])
       << "mse " << corner[ShapeLossOptions::Kind::mse] << ", bce " << corner[ShapeLossOptions::Kind::bce];
+}
+
+TEST(Draft, ThePixelLossHoldsABlobAboveTheDetectorsThreshold) {
+  // A rendered square that should be a circle, dimmed towards black by a
+  // factor l. Dimming lowers the wrong corners' cost and raises the right
+  // pixels'. Under the pixel loss the best l leaves the blob bright enough to
+  // be found; under bce it dims the blob far more (the erasure measured in
+  // training runs).
+  const auto image = rendered_one(scene::Shape::square, 7);
+  const auto found = detect_one(image);
+  ASSERT_EQ(found.size(), 1u);
+  const auto& d = found[0];
+  const ShapeTarget circle{0, d.color, d.x0, d.y0, d.x1, d.y1, scene::Shape::circle, false};
+  std::map<ShapeLossOptions::Kind, double> best_l;
+  for (const auto kind : {ShapeLossOptions::Kind::pixel, ShapeLossOptions::Kind::bce}) {
+    ShapeLossOptions o;
+    o.kind = kind;
+    double best = 1e9;
+    for (int k = 1; k <= 100; ++k) {
+      const double l = k / 100.0;
+      const double v = shape_loss((image + 1) * l - 1, {circle}, o).item<double>();
+      if (v < best) {
+        best = v;
+        best_l[kind] = l;
+      }
+    }
+  }
+  const auto kept = detect_one((image + 1) * best_l[ShapeLossOptions::Kind::pixel] - 1);
+  EXPECT_EQ(kept.size(), 1u) << "pixel: dimmed to " << best_l[ShapeLossOptions::Kind::pixel];
+  EXPECT_GT(best_l[ShapeLossOptions::Kind::pixel], best_l[ShapeLossOptions::Kind::bce] + 0.1)
+      << "pixel " << best_l[ShapeLossOptions::Kind::pixel] << ", bce " << best_l[ShapeLossOptions::Kind::bce];
 }
 
 TEST(Draft, TheRingWeighsWhatItIsGiven) {

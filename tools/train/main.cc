@@ -109,9 +109,10 @@ int main(int argc, char** argv) {
                "draft: pass the gradient straight through the detector's clamp to [-1, 1], so that saturated "
                "pixels can be darkened or lit");
   app.add_option("--draft-loss", draft_loss,
-                 "draft: how a blob's soft snap is compared with its template, mse or bce (bce keeps a gradient "
-                 "on pixels snapped firmly to the wrong side; models/draft.h)")
-      ->check(CLI::IsMember({"mse", "bce"}));
+                 "draft: how a blob is compared with its template: mse or bce on its soft colour snap (bce keeps "
+                 "a gradient on pixels snapped firmly to the wrong side), or pixel, the squared error of the image "
+                 "against the template painted in the blob's colour (models/draft.h)")
+      ->check(CLI::IsMember({"mse", "bce", "pixel"}));
   app.add_option("--draft-ring-weight", draft_ring_weight,
                  "draft: weight of the pixel ring around each blob's box, whose template is dark (the box's "
                  "pixels weigh 1)")
@@ -230,7 +231,9 @@ int main(int argc, char** argv) {
     draft_opts.grad_steps = draft_steps;
     draft_opts.loss.straight_through = draft_through_clamp;
     draft_opts.loss.ring_weight = draft_ring_weight;
-    draft_opts.loss.kind = draft_loss == "bce" ? models::ShapeLossOptions::Kind::bce : models::ShapeLossOptions::Kind::mse;
+    draft_opts.loss.kind = draft_loss == "bce"     ? models::ShapeLossOptions::Kind::bce
+                           : draft_loss == "pixel" ? models::ShapeLossOptions::Kind::pixel
+                                                   : models::ShapeLossOptions::Kind::mse;
     if (draft && draft_steps > eval.steps)
       throw std::invalid_argument("--draft-steps may not exceed the rollout's --eval-steps");
     if (draft && reference_weight > 0 && draft_steps == eval.steps)
