@@ -28,12 +28,22 @@ std::vector<ShapeTarget> shape_targets(const std::vector<scene::Prompt>& prompts
   return out;
 }
 
+namespace {
+
+// The pixels as the detector sees them: clamped to [-1, 1], with the clamp's
+// gradient, or straight through it.
+torch::Tensor clamped_pixels(const torch::Tensor& images, bool straight_through) {
+  auto x = images.to(torch::kFloat32);
+  return straight_through ? x + (x.clamp(-1, 1) - x).detach() : x.clamp(-1, 1);
+}
+
+}  // namespace
+
 torch::Tensor soft_color_masks(const torch::Tensor& images, double temperature, bool straight_through) {
   if (images.dim() != 4 || images.size(1) != 3) throw std::invalid_argument("soft_color_masks: images must be [B, 3, S, S]");
   // detect.cc's snap: p + 1 = alpha (c + 1) + residual, in the lifted space
   // where black is the origin.
-  auto x = images.to(torch::kFloat32);
-  auto p = (straight_through ? x + (x.clamp(-1, 1) - x).detach() : x.clamp(-1, 1)) + 1;  // [B, 3, S, S]
+  auto p = clamped_pixels(images, straight_through) + 1;  // [B, 3, S, S]
   auto lifted = torch::empty({scene::kNumColors, 3}, torch::kFloat32);
   for (int c = 0; c < scene::kNumColors; ++c) {
     const auto rgb = scene::color_rgb(scene::kColors[c]);
@@ -71,41 +81,41 @@ torch::Tensor shape_loss(const torch::Tensor& images, const std::vector<ShapeTar
   if (stats) *stats = {};
   if (!(opts.ring_weight >= 0)) throw std::invalid_argument("shape_loss: the ring's weight must be 0 or more");
   if (targets.empty()) return (images * 0).sum();
-  const auto masks = soft_color_masks(images, opts.temperature, opts.straight_through);
-  torch::Tensor clamped;  // the detector's view of the pixels, for the pixel loss
-  if (opts.kind == ShapeLossOptions::Kind::pixel) {
-    auto x = images.to(torch::kFloat32);
-    clamped = opts.straight_through ? x + (x.clamp(-1, 1) - x).detach() : x.clamp(-1, 1);
-  }
-  const int64_t H = masks.size(2), W = masks.size(3);
+  // The pixel loss compares the pixels themselves; the others, their soft snap.
+  const bool on_pixels = opts.kind == ShapeLossOptions::Kind::pixel;
+  const auto compared = on_pixels ? clamped_pixels(images, opts.straight_through)
+                                  : soft_color_masks(images, opts.temperature, opts.straight_through);
+  const int64_t H = compared.size(2), W = compared.size(3);
   std::vector<torch::Tensor> terms;
   terms.reserve(targets.size());
   for (const auto& t : targets) {
     if (t.x1 <= t.x0 || t.y1 <= t.y0 || t.x0 < 0 || t.y0 < 0 || t.x1 > W || t.y1 > H || t.image < 0 ||
-        t.image >= masks.size(0))
+        t.image >= compared.size(0))
       throw std::invalid_argument("shape_loss: a target's box lies outside the image");
-    auto tpl = shape_template(t.shape, t.x1 - t.x0, t.y1 - t.y0).to(masks.device());
+    auto tpl = shape_template(t.shape, t.x1 - t.x0, t.y1 - t.y0).to(compared.device());
     // The box and its ring, clipped to the image.
     const int64_t y0 = std::max<int64_t>(t.y0 - 1, 0), y1 = std::min<int64_t>(t.y1 + 1, H);
     const int64_t x0 = std::max<int64_t>(t.x0 - 1, 0), x1 = std::min<int64_t>(t.x1 + 1, W);
-    auto m = masks[t.image][static_cast<int>(t.color)].slice(0, y0, y1).slice(1, x0, x1);
     tpl = tpl.slice(0, y0 - (t.y0 - 1), y1 - (t.y0 - 1)).slice(1, x0 - (t.x0 - 1), x1 - (t.x0 - 1));
     torch::Tensor per_pixel;
-    if (opts.kind == ShapeLossOptions::Kind::pixel) {
+    if (on_pixels) {
       // Over the three channels: the colour where the template is 1, black
       // (-1) where it is 0.
       const auto rgb = scene::color_rgb(t.color);
-      auto x = clamped[t.image].slice(1, y0, y1).slice(2, x0, x1);  // [3, h, w]
+      auto x = compared[t.image].slice(1, y0, y1).slice(2, x0, x1);  // [3, h, w]
       auto colour = torch::tensor({rgb[0], rgb[1], rgb[2]}, x.options()).view({3, 1, 1});
       auto target = tpl.unsqueeze(0) * (colour + 1) - 1;
       per_pixel = (x - target).pow(2).mean(0) / 4;  // in [0, 1], as mse's
-    } else if (opts.kind == ShapeLossOptions::Kind::bce) {
-      // Clamped so that log(1 - m) stays finite where float rounds m to 1;
-      // the clamp bites only past logits of about 14.
-      const auto mc = m.clamp(1e-6, 1 - 1e-6);
-      per_pixel = -(tpl * mc.log() + (1 - tpl) * (1 - mc).log());
     } else {
-      per_pixel = (m - tpl).pow(2);
+      const auto m = compared[t.image][static_cast<int>(t.color)].slice(0, y0, y1).slice(1, x0, x1);
+      if (opts.kind == ShapeLossOptions::Kind::bce) {
+        // Clamped so that log(1 - m) stays finite where float rounds m to 1;
+        // the clamp bites only past logits of about 14.
+        const auto mc = m.clamp(1e-6, 1 - 1e-6);
+        per_pixel = -(tpl * mc.log() + (1 - tpl) * (1 - mc).log());
+      } else {
+        per_pixel = (m - tpl).pow(2);
+      }
     }
     if (opts.ring_weight == 1.0) {
       terms.push_back(per_pixel.mean());

@@ -101,10 +101,9 @@ torch::Tensor soft_color_masks(const torch::Tensor& images, double temperature, 
 // draws it into a square one), with the one-pixel ring around the box at 0.
 torch::Tensor shape_template(scene::Shape shape, int w, int h);
 
-// The template loss (opts.kind, the weighted mean over a blob's box and ring), summed
-// over blobs and divided by the batch's images (0
-// without targets, with the graph of `images` kept). The ring is clipped to
-// the image.
+// The template loss (opts.kind, the weighted mean over a blob's box and
+// ring), summed over blobs and divided by the batch's images (0 without
+// targets, with the graph of `images` kept). The ring is clipped to the image.
 torch::Tensor shape_loss(const torch::Tensor& images, const std::vector<ShapeTarget>& targets,
                          const ShapeLossOptions& opts = {}, ShapeLossStats* stats = nullptr);
 
