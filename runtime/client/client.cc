@@ -13,7 +13,11 @@ namespace spotlight {
 namespace detail {
 
 namespace {
-constexpr size_t kBatchBytes = 1u << 20;
+// Calls go to the head in frames of about this much: the head reads a frame
+// whole, at about 1 us a call, so a frame of 1 MiB held it 10-36 ms, however
+// short its turns; at 256 KiB that is a few ms, and a flood still travels in
+// frames of thousands of calls.
+constexpr size_t kBatchBytes = 256u << 10;
 constexpr auto kAckDelay = std::chrono::milliseconds(5);
 constexpr size_t kMaxAcks = 16384;
 constexpr size_t kMaxFetchIds = 65536;  // ids per Fetch frame: 0.6 MiB
@@ -293,7 +297,7 @@ void Client::send_queued() {
         frames.push_back(wire::encode(
             wire::Fetch{std::vector<uint64_t>(fetch.ids.begin() + i, fetch.ids.begin() + end)}));
       }
-      // Pack calls straight from the pending table: one frame per ~1 MiB.
+      // Pack calls straight from the pending table: one frame per ~kBatchBytes.
       msgpack::sbuffer buf;
       msgpack::packer<msgpack::sbuffer> pk(buf);
       const size_t target = std::min<size_t>(kBatchBytes, max_frame_ / 2);

@@ -20,6 +20,12 @@ constexpr int kMaxFramesPerTurn = 4096;
 // At 4 MiB such turns still took 60–130 ms to take in and 10–30 ms to
 // commit, the longest stall left once compactions no longer made one.
 constexpr size_t kMaxBytesPerTurn = 1u << 20;
+// And it stops reading once this long has gone by (checked between frames).
+// A turn then commits in a few ms, and a call or heartbeat that comes behind a
+// flood of calls waits about this long to be read: at 1 MiB alone, a turn took
+// 25-70 ms to take in (the frames' calls decoded, journaled and indexed at
+// about 1 us each), and a synchronous caller beside a flood waited as long.
+constexpr std::chrono::microseconds kIntakeSlice{5000};
 // A compaction's snapshot of a million changed tasks took the head 130–170 ms
 // in one turn (up to 600 ms on a bad run); copied this long per turn, it
 // delays no turn by more than about this.
@@ -151,6 +157,7 @@ void Head::run() {
     } catch (const zmq::error_t& e) {
       if (e.num() != EINTR) throw;
     }
+    const auto woke = transport::Clock::now();
     // Read between polls, not polled: a refusal need not wake the loop, and a
     // call should not pay for one more socket in every poll.
     if (now_ >= next_handshake_check_) {
@@ -164,6 +171,7 @@ void Head::run() {
       send_heartbeats();
       next_heartbeat_ = now_ + opt_.heartbeat;
     }
+    longest_busy_ = std::max(longest_busy_, transport::Clock::now() - woke);
   }
   // Commit whatever the last turn left, and leave a compacted store behind.
   turn();
@@ -179,7 +187,9 @@ void Head::turn() {
   forgive_absence(previous);
   wall_ms_ = wall_now_ms();
   size_t bytes = 0;
+  const auto intake_until = now_ + kIntakeSlice;
   for (int n = 0; n < kMaxFramesPerTurn && bytes < kMaxBytesPerTurn; ++n) {
+    if (n > 0 && transport::Clock::now() >= intake_until) break;
     auto m = transport::try_recv_routed(router_);
     if (!m) break;
     bytes += m->payload.size();
@@ -1542,6 +1552,8 @@ ClusterStatus Head::status() const {
   s.counters["snapshot_tasks_copied_early"] = state_.snapshot_copied_early;
   s.counters["turn_gap_ms_max"] = static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::milliseconds>(longest_turn_gap_).count());
+  s.counters["turn_busy_ms_max"] = static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(longest_busy_).count());
   s.metrics_address = metrics_address();
   auto ago = [&](const std::optional<transport::Clock::time_point>& t) -> int64_t {
     return t ? std::chrono::duration_cast<std::chrono::milliseconds>(now_ - *t).count() : -1;

@@ -371,6 +371,10 @@ class Head {
   uint64_t next_probe_ = 0;
   transport::Clock::time_point now_;
   transport::Clock::duration longest_turn_gap_{0};  // see forgive_absence
+  // The longest the loop worked between two polls: how long a frame that came
+  // just as it woke could wait to be read. The gap above also counts the
+  // poll's idle wait, in which a frame is read as soon as it comes.
+  transport::Clock::duration longest_busy_{0};
   // When a call was accepted, for aging: calls stored before TaskRecord had
   // accepted_ms count from this boot's start (started_ms_).
   int64_t accepted_ms(const Task& t) const {

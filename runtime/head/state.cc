@@ -306,7 +306,7 @@ void State::apply_retire_client(const std::string& uuid) {
   clients.erase(it);
 }
 
-void State::erase_task(std::unordered_map<uint64_t, Task>::iterator it) {
+void State::erase_task(TaskTable::iterator it) {
   // Owed to the snapshot being taken: its row must hold the task as it was
   // at the cut, since the journal after the cut replays this erasure.
   copy_if_owed(it->second);

@@ -19,6 +19,7 @@
 
 #include "head/latency.h"
 #include "head/mailbox.h"
+#include "head/sharded_map.h"
 #include "store/store.h"
 #include "transport/socket.h"
 
@@ -206,7 +207,8 @@ class State {
  public:
   std::map<std::string, Pool> pools;
   std::unordered_map<uint64_t, Actor> actors;
-  std::unordered_map<uint64_t, Task> tasks;
+  using TaskTable = ShardedMap<uint64_t, Task>;  // grows a part at a time, not in one stall
+  TaskTable tasks;
   // The calls each running task made (TaskRecord::parent), while it is not done.
   std::unordered_map<uint64_t, std::vector<uint64_t>> children;
   std::map<std::string, Client> clients;  // by uuid
@@ -336,7 +338,7 @@ class State {
   // until its parent is done (TaskRecord::parent).
   std::vector<uint64_t> apply_forget(const std::vector<uint64_t>& ids, uint32_t caller = 0);
   // Drops a finished task for good.
-  void erase_task(std::unordered_map<uint64_t, Task>::iterator it);
+  void erase_task(TaskTable::iterator it);
   void uncount_call(uint32_t caller);
   // Takes a task out of leased_on if it is leased (before its state changes).
   void unindex_lease(const Task& t);

@@ -119,6 +119,11 @@ TEST(Cli, BenchScaleRunsEveryPhase) {
     ASSERT_TRUE(j.contains(key)) << key << " missing: " << r.out;
     EXPECT_GT(j[key].get<double>(), 0) << key;
   }
+  // Milliseconds, which a small run may round to 0.
+  for (const char* key : {"queued_calls_head_longest_turn_ms", "queued_calls_head_longest_stall_ms"}) {
+    ASSERT_TRUE(j.contains(key)) << key << " missing: " << r.out;
+    EXPECT_GE(j[key].get<double>(), 0) << key;
+  }
 }
 
 // The head makes a cluster key on first start, keeps it beside its store

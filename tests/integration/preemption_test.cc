@@ -229,6 +229,11 @@ TEST(Preemption, AHeadPausedPastTheLivenessBlamesNoNode) {
   EXPECT_EQ(r.started_at + r.ran, kSteps);
   ClusterStatus after = rt.status();
   EXPECT_GE(counter(after, "head_stalls"), 1u) << "the head saw its own absence";
+  // The gap between two turns spans the pause wherever it fell. The pause
+  // fell on the head's poll (a head this idle works well under 1 % of the
+  // time), which the longest stretch of work between two polls leaves out.
+  EXPECT_GE(counter(after, "turn_gap_ms_max"), 1700u);
+  EXPECT_LT(counter(after, "turn_busy_ms_max"), 1000u) << "an idle wait counted as work";
   EXPECT_EQ(counter(after, "nodes_lost"), 0u) << "no node was blamed for the head's pause";
   EXPECT_EQ(counter(after, "tasks_requeued"), 0u);
   EXPECT_EQ(counter(after, "commits"), static_cast<uint64_t>(kSteps)) << "no step computed twice";

@@ -102,6 +102,9 @@ struct Queued {
   // The longest the head's loop was away from its socket (a turn, a
   // compaction's snapshot, the poll's wait), over both heads.
   uint64_t head_longest_stall_ms = 0;
+  // The longest the head's loop worked between two polls (a turn and what
+  // follows it), over both heads: what a frame could wait to be read.
+  uint64_t head_longest_turn_ms = 0;
   // The longest a compaction held the head in one turn (the cut, or a
   // turn's share of its snapshot), over both heads.
   uint64_t head_compaction_ms = 0;
@@ -113,6 +116,9 @@ uint64_t counter(const ClusterStatus& s, const char* name) {
 }
 uint64_t longest_stall_ms(const ClusterStatus& s) {
   return counter(s, "turn_gap_ms_max");
+}
+uint64_t longest_turn_ms(const ClusterStatus& s) {
+  return counter(s, "turn_busy_ms_max");
 }
 // `n` calls to a Gate whose member holds its first call: all but the few it
 // holds leased wait in the head's durable mailbox. Then the head is killed
@@ -141,6 +147,7 @@ Queued queue_behind_gate(LocalCluster& cluster, int n) {
     if (p.name == "scale-gate") out.queued_at_head = p.queued;
   }
   out.head_longest_stall_ms = longest_stall_ms(accepted);
+  out.head_longest_turn_ms = longest_turn_ms(accepted);
   out.head_compaction_ms = counter(accepted, "compaction_ms_max");
   out.head_peak_mib = peak_rss_mib(cluster.head_pid());
   auto tk = Clock::now();
@@ -157,6 +164,7 @@ Queued queue_behind_gate(LocalCluster& cluster, int n) {
   out.run_s = seconds_since(t1);
   const ClusterStatus after = rt.status();
   out.head_longest_stall_ms = std::max(out.head_longest_stall_ms, longest_stall_ms(after));
+  out.head_longest_turn_ms = std::max(out.head_longest_turn_ms, longest_turn_ms(after));
   out.head_compaction_ms = std::max(out.head_compaction_ms, counter(after, "compaction_ms_max"));
   return out;
 }
@@ -217,7 +225,9 @@ void run_scale(const ScaleOptions& o) {
     report("queued_calls_run_per_second", o.queued / q.run_s,
            "calls/s (after the restart, the mailbox emptied)");
     report("queued_calls_head_longest_stall_ms", static_cast<double>(q.head_longest_stall_ms),
-           "ms (the longest the head's loop was away from its socket)");
+           "ms (the longest the head's loop was away from its socket, idle polls included)");
+    report("queued_calls_head_longest_turn_ms", static_cast<double>(q.head_longest_turn_ms),
+           "ms (the longest the head's loop worked between two polls)");
     report("queued_calls_head_compaction_ms_max", static_cast<double>(q.head_compaction_ms),
            "ms (the longest a compaction held the head in one turn)");
     report("queued_calls_total_seconds", q.accept_s + q.restart_s + q.run_s,

@@ -13,7 +13,8 @@ enum class ErrorKind : int {
   kPreempted = 3,   // the actor's machine went away with notice; the task did not finish
   kCrashed = 4,     // the actor or its node died while running the task
   kTimedOut = 5,    // no result before the caller's deadline
-  kFailed = 6,      // gave up after the task's attempts ran out
+  kFailed = 6,      // a kind this side does not know (throw_error's fallback); the runtime
+                    // sends none: a call whose attempts ran out is kCrashed, saying so
   kConnection = 7,  // the runtime could not reach the head
   kCancelled = 8,   // the call was cancelled (Runtime::cancel) before it finished
 };
