@@ -115,7 +115,8 @@ TEST(Cli, BenchScaleRunsEveryPhase) {
                           "actors_launched_per_second", "actors_removed_per_second",
                           "queued_calls_accepted_per_second", "queued_calls_run_per_second",
                           "queued_calls_head_peak_rss_mib", "queued_calls_head_restart_seconds",
-                          "queued_calls_first_call_after_restart_seconds"}) {
+                          "queued_calls_first_call_after_restart_seconds",
+                          "queued_calls_sync_beside_p50_ms", "queued_calls_sync_beside_max_ms"}) {
     ASSERT_TRUE(j.contains(key)) << key << " missing: " << r.out;
     EXPECT_GT(j[key].get<double>(), 0) << key;
   }

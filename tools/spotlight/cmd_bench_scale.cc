@@ -7,11 +7,16 @@
 // queued behind a busy actor, kept across kill -9 of the head, then run
 // (Ray: 1,000,000 tasks queued on one node in 184 s, no head restart).
 #include <algorithm>
+#include <atomic>
+#include <condition_variable>
 #include <cstdio>
+#include <exception>
 #include <fstream>
 #include <iostream>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "spotlight/spotlight.h"
@@ -28,6 +33,7 @@ double seconds_since(Clock::time_point t) {
 
 constexpr int kMaxSlotsPerNode = 4096;  // what `spotlight join --slots` allows
 constexpr int kSpareSlots = 4;          // the echo, the gate, its opener, one create/remove actor
+const char* const kEcho = "scale-echo";
 
 struct ScaleOptions {
   int actors = 10000;
@@ -93,6 +99,64 @@ double peak_rss_mib(int pid) {
   return 0;
 }
 
+// A second driver's synchronous calls to the echo, one after another, while
+// the flood of queued calls is sent and accepted: what one caller's call
+// waits behind another caller's million.
+class SyncBeside {
+ public:
+  SyncBeside(LocalCluster& cluster) {
+    thread_ = std::thread([this, &cluster] { run(cluster); });
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return ready_; });
+    if (error_) finish();  // rethrows
+  }
+  ~SyncBeside() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+  }
+  // Stops the caller; each call's time in ms, at least one.
+  std::vector<double> finish() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+    if (error_) std::rethrow_exception(error_);
+    return ms_;
+  }
+
+ private:
+  void run(LocalCluster& cluster) {
+    try {
+      Runtime rt = cluster.connect();
+      auto echo = rt.actor<bench::Echo>(kEcho);
+      echo.call(&bench::Echo::ping, int64_t{-1}).get();  // connected, and the path warm
+      set_ready();
+      int64_t i = 0;
+      do {
+        const auto t = Clock::now();
+        if (echo.call(&bench::Echo::ping, i).get() != i) throw std::runtime_error("wrong echo");
+        ms_.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t).count());
+        ++i;
+      } while (!stop_.load());
+    } catch (...) {
+      error_ = std::current_exception();
+    }
+    set_ready();
+  }
+  void set_ready() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ready_ = true;
+    }
+    cv_.notify_all();
+  }
+  std::thread thread_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool ready_ = false;
+  std::atomic<bool> stop_{false};
+  std::exception_ptr error_;
+  std::vector<double> ms_;
+};
+
 struct Queued {
   double accept_s = 0, run_s = 0;
   double restart_s = 0;  // kill -9 of the head until the restarted one listens (its store loaded)
@@ -108,6 +172,8 @@ struct Queued {
   // The longest a compaction held the head in one turn (the cut, or a
   // turn's share of its snapshot), over both heads.
   uint64_t head_compaction_ms = 0;
+  // Another driver's synchronous calls while the flood was sent and accepted.
+  std::vector<double> beside_ms;  // sorted
 };
 
 uint64_t counter(const ClusterStatus& s, const char* name) {
@@ -138,10 +204,13 @@ Queued queue_behind_gate(LocalCluster& cluster, int n) {
   Queued out;
   std::vector<Future<int64_t>> calls;
   calls.reserve(static_cast<size_t>(n));
+  SyncBeside beside(cluster);
   auto t0 = Clock::now();
   for (int i = 0; i < n; ++i) calls.push_back(gate.call(&bench::Gate::pass, int64_t{i}));
   rt.wait_accepted(std::chrono::minutes(10));
   out.accept_s = seconds_since(t0);
+  out.beside_ms = beside.finish();
+  std::sort(out.beside_ms.begin(), out.beside_ms.end());
   const ClusterStatus accepted = rt.status();
   for (const auto& p : accepted.pools) {
     if (p.name == "scale-gate") out.queued_at_head = p.queued;
@@ -186,7 +255,7 @@ void run_scale(const ScaleOptions& o) {
   auto cluster = local_cluster(co);
   auto rt = cluster.connect();
 
-  auto echo = rt.spawn<bench::Echo>("scale-echo");
+  auto echo = rt.spawn<bench::Echo>(kEcho);
   echo.call(&bench::Echo::ping, int64_t{0}).get();
   const double sync_alone = bench::echo_sync(echo, o.sync_calls);
   report("1_1_actor_calls_sync", sync_alone, "calls/s (no other actor)");
@@ -230,6 +299,13 @@ void run_scale(const ScaleOptions& o) {
            "ms (the longest the head's loop worked between two polls)");
     report("queued_calls_head_compaction_ms_max", static_cast<double>(q.head_compaction_ms),
            "ms (the longest a compaction held the head in one turn)");
+    const auto& b = q.beside_ms;
+    auto at = [&](double share) { return b[std::min(b.size() - 1, static_cast<size_t>(share * b.size()))]; };
+    report("queued_calls_sync_beside_calls", static_cast<double>(b.size()),
+           "synchronous calls from another driver while the calls were sent and accepted");
+    report("queued_calls_sync_beside_p50_ms", at(0.5), "ms (median call)");
+    report("queued_calls_sync_beside_p99_ms", at(0.99), "ms");
+    report("queued_calls_sync_beside_max_ms", b.back(), "ms (the slowest call)");
     report("queued_calls_total_seconds", q.accept_s + q.restart_s + q.run_s,
            "s (the restart included)", "(Ray: 1,000,000 tasks queued on one node, 184 s)");
   }
