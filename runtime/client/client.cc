@@ -15,8 +15,8 @@ namespace detail {
 namespace {
 // Calls go to the head in frames of about this much: the head reads a frame
 // whole, at about 1 us a call, so a frame of 1 MiB held it 10-36 ms, however
-// short its turns. At 64 KiB (about 35 KB of small calls: the estimate below
-// is generous) that is 1-3 ms, and a flood still travels in frames of a
+// short its turns. At 64 KiB (less in small calls: the estimate below is
+// generous) that is a few ms, and a flood still travels in frames of a
 // thousand calls or more.
 constexpr size_t kBatchBytes = 64u << 10;
 constexpr auto kAckDelay = std::chrono::milliseconds(5);

@@ -132,10 +132,6 @@ class ShardedMap {
   void clear() {
     for (Shard& s : shards_) s.clear();
   }
-  // Room for about n elements in all, spread evenly.
-  void reserve(size_t n) {
-    for (Shard& s : shards_) s.reserve(n / N + 1);
-  }
   // Buckets over all parts: a part that grew shows here (tests).
   size_t bucket_count() const {
     size_t n = 0;
@@ -145,8 +141,8 @@ class ShardedMap {
 
  private:
   // Task ids share their high bits (the caller's number) and count up in
-  // their low ones; std::hash of an integer is the integer. Runs of kRun
-  // consecutive keys go to one part, so that a flood of calls fills one
+  // their low ones; std::hash of an integer is the integer. Runs of
+  // 2^kRunBits consecutive keys go to one part, so that a flood of calls fills one
   // part at a time: the parts then grow at different moments, each at an
   // N-th of the cost, and consecutive keys stay in neighbouring buckets of
   // one part (spread over all parts one by one, every insert missed the

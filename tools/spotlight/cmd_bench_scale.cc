@@ -180,12 +180,6 @@ uint64_t counter(const ClusterStatus& s, const char* name) {
   auto it = s.counters.find(name);
   return it == s.counters.end() ? 0 : it->second;
 }
-uint64_t longest_stall_ms(const ClusterStatus& s) {
-  return counter(s, "turn_gap_ms_max");
-}
-uint64_t longest_turn_ms(const ClusterStatus& s) {
-  return counter(s, "turn_busy_ms_max");
-}
 // `n` calls to a Gate whose member holds its first call: all but the few it
 // holds leased wait in the head's durable mailbox. Then the head is killed
 // (kill -9) and started again on its store, and the gate opens: every call
@@ -215,8 +209,8 @@ Queued queue_behind_gate(LocalCluster& cluster, int n) {
   for (const auto& p : accepted.pools) {
     if (p.name == "scale-gate") out.queued_at_head = p.queued;
   }
-  out.head_longest_stall_ms = longest_stall_ms(accepted);
-  out.head_longest_turn_ms = longest_turn_ms(accepted);
+  out.head_longest_stall_ms = counter(accepted, "turn_gap_ms_max");
+  out.head_longest_turn_ms = counter(accepted, "turn_busy_ms_max");
   out.head_compaction_ms = counter(accepted, "compaction_ms_max");
   out.head_peak_mib = peak_rss_mib(cluster.head_pid());
   auto tk = Clock::now();
@@ -232,8 +226,8 @@ Queued queue_behind_gate(LocalCluster& cluster, int n) {
   }
   out.run_s = seconds_since(t1);
   const ClusterStatus after = rt.status();
-  out.head_longest_stall_ms = std::max(out.head_longest_stall_ms, longest_stall_ms(after));
-  out.head_longest_turn_ms = std::max(out.head_longest_turn_ms, longest_turn_ms(after));
+  out.head_longest_stall_ms = std::max(out.head_longest_stall_ms, counter(after, "turn_gap_ms_max"));
+  out.head_longest_turn_ms = std::max(out.head_longest_turn_ms, counter(after, "turn_busy_ms_max"));
   out.head_compaction_ms = std::max(out.head_compaction_ms, counter(after, "compaction_ms_max"));
   return out;
 }
