@@ -37,6 +37,16 @@ torch::Tensor clamped_pixels(const torch::Tensor& images, bool straight_through)
   return straight_through ? x + (x.clamp(-1, 1) - x).detach() : x.clamp(-1, 1);
 }
 
+// Per pixel of a box [3, h, w], in [0, 1] as mse's: the squared error over
+// the three channels against the template painted in the blob's colour
+// where it is 1, black (-1) where it is 0.
+torch::Tensor pixel_error(const torch::Tensor& x, const torch::Tensor& tpl, scene::Color color) {
+  const auto rgb = scene::color_rgb(color);
+  auto colour = torch::tensor({rgb[0], rgb[1], rgb[2]}, x.options()).view({3, 1, 1});
+  auto target = tpl.unsqueeze(0) * (colour + 1) - 1;
+  return (x - target).pow(2).mean(0) / 4;
+}
+
 }  // namespace
 
 torch::Tensor soft_color_masks(const torch::Tensor& images, double temperature, bool straight_through) {
@@ -83,8 +93,11 @@ torch::Tensor shape_loss(const torch::Tensor& images, const std::vector<ShapeTar
   if (targets.empty()) return (images * 0).sum();
   // The pixel loss compares the pixels themselves; the others, their soft snap.
   const bool on_pixels = opts.kind == ShapeLossOptions::Kind::pixel;
+  if (!(opts.hold_weight >= 0)) throw std::invalid_argument("shape_loss: the hold's weight must be 0 or more");
   const auto compared = on_pixels ? clamped_pixels(images, opts.straight_through)
                                   : soft_color_masks(images, opts.temperature, opts.straight_through);
+  // The hold compares the pixels themselves, whatever the kind.
+  const auto pixels = !on_pixels && opts.hold_weight > 0 ? clamped_pixels(images, opts.straight_through) : compared;
   const int64_t H = compared.size(2), W = compared.size(3);
   std::vector<torch::Tensor> terms;
   terms.reserve(targets.size());
@@ -99,13 +112,7 @@ torch::Tensor shape_loss(const torch::Tensor& images, const std::vector<ShapeTar
     tpl = tpl.slice(0, y0 - (t.y0 - 1), y1 - (t.y0 - 1)).slice(1, x0 - (t.x0 - 1), x1 - (t.x0 - 1));
     torch::Tensor per_pixel;
     if (on_pixels) {
-      // Over the three channels: the colour where the template is 1, black
-      // (-1) where it is 0.
-      const auto rgb = scene::color_rgb(t.color);
-      auto x = compared[t.image].slice(1, y0, y1).slice(2, x0, x1);  // [3, h, w]
-      auto colour = torch::tensor({rgb[0], rgb[1], rgb[2]}, x.options()).view({3, 1, 1});
-      auto target = tpl.unsqueeze(0) * (colour + 1) - 1;
-      per_pixel = (x - target).pow(2).mean(0) / 4;  // in [0, 1], as mse's
+      per_pixel = pixel_error(compared[t.image].slice(1, y0, y1).slice(2, x0, x1), tpl, t.color);
     } else {
       const auto m = compared[t.image][static_cast<int>(t.color)].slice(0, y0, y1).slice(1, x0, x1);
       if (opts.kind == ShapeLossOptions::Kind::bce) {
@@ -117,6 +124,9 @@ torch::Tensor shape_loss(const torch::Tensor& images, const std::vector<ShapeTar
         per_pixel = (m - tpl).pow(2);
       }
     }
+    if (opts.hold_weight > 0)
+      per_pixel = per_pixel + opts.hold_weight * tpl *
+                                  pixel_error(pixels[t.image].slice(1, y0, y1).slice(2, x0, x1), tpl, t.color);
     if (opts.ring_weight == 1.0) {
       terms.push_back(per_pixel.mean());
     } else {

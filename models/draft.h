@@ -86,6 +86,22 @@ struct ShapeLossOptions {
   // detector's, re-found every iteration, so darkening a blob's faint rim
   // can also shrink it step by step until it is no longer found.
   double ring_weight = 1.0;
+  // The hold: hold_weight times the pixel loss (Kind::pixel's) on the pixels
+  // inside the wanted shape only, added to the loss above (the weighted mean
+  // over the box and ring, as the rest). Meant for bce: there a firmly wrong
+  // pixel's gradient through the blob's brightness is about m / t = 10,
+  // while the right pixels (m ~ 1) resist a dimming of the whole blob only
+  // near the detector's threshold, and through the weights dimming
+  // everything is the easiest way to darken the corners. The hold's pull
+  // grows with the dimming from its first step: along the dimming line the
+  // loss is least with the blob well lit (dit_test). Measured (thirty-first
+  // session, docs/benchmarks.md): it keeps the blobs, but it also pulls
+  // every hue to the palette's, its gradient outweighs bce's (norms 50-300
+  // before clipping), and the share of blobs called right did not rise; at
+  // 30 and 100 the kept weights were worse than mse's. Hinges on the
+  // brightness or on the soft snap alone (temporary patches) did no better.
+  // 0: off (it costs nothing then).
+  double hold_weight = 0.0;
 };
 
 struct ShapeLossStats {

@@ -562,7 +562,8 @@ TEST(Draft, TheShapeLossGradientTurnsABlobIntoTheWantedShape) {
   for (const auto& [kind, ring] : {std::pair{ShapeLossOptions::Kind::mse, 1.0},
                                    std::pair{ShapeLossOptions::Kind::bce, 1.0},
                                    std::pair{ShapeLossOptions::Kind::bce, 0.0},
-                                   std::pair{ShapeLossOptions::Kind::pixel, 1.0}})
+                                   std::pair{ShapeLossOptions::Kind::pixel, 1.0},
+                                   std::pair{ShapeLossOptions::Kind::bce, -30.0}})  // < 0: ring 1, that hold
   for (const auto& [from, to] : cases) {
     SCOPED_TRACE(std::to_string(static_cast<int>(kind)) + ", ring " + std::to_string(ring));
     auto image = rendered_one(from, 7).requires_grad_(true);
@@ -572,7 +573,8 @@ TEST(Draft, TheShapeLossGradientTurnsABlobIntoTheWantedShape) {
     torch::optim::Adam opt({image}, torch::optim::AdamOptions(0.02));
     ShapeLossOptions o;
     o.kind = kind;
-    o.ring_weight = ring;
+    o.ring_weight = ring < 0 ? 1.0 : ring;
+    o.hold_weight = ring < 0 ? -ring : 0.0;
     for (int step = 0; step < 400 && !found.empty() && found[0].shape != to; ++step) {
       const auto& d = found[0];
       opt.zero_grad();
@@ -614,35 +616,63 @@ TEST(Draft, BceKeepsAGradientOnPixelsSnappedToTheWrongSide) {
       << "mse " << corner[ShapeLossOptions::Kind::mse] << ", bce " << corner[ShapeLossOptions::Kind::bce];
 }
 
-TEST(Draft, ThePixelLossHoldsABlobAboveTheDetectorsThreshold) {
+namespace {
+
+// The factor l in (0, 1] by which dimming `image` towards black, (image + 1) l
+// - 1, gives the least loss for `target` (to 0.01).
+double least_loss_dimming(const torch::Tensor& image, const ShapeTarget& target, const ShapeLossOptions& o) {
+  double best = 1e9, best_l = 0;
+  for (int k = 1; k <= 100; ++k) {
+    const double l = k / 100.0;
+    const double v = shape_loss((image + 1) * l - 1, {target}, o).item<double>();
+    if (v < best) {
+      best = v;
+      best_l = l;
+    }
+  }
+  return best_l;
+}
+
+}  // namespace
+
+TEST(Draft, ThePixelLossAndTheHoldKeepABlobAboveTheDetectorsThreshold) {
   // A rendered square that should be a circle, dimmed towards black by a
   // factor l. Dimming lowers the wrong corners' cost and raises the right
   // pixels'. Under the pixel loss the best l leaves the blob bright enough to
   // be found; under bce it dims the blob far more (the erasure measured in
-  // training runs).
+  // training runs). bce plus the hold (the pixel loss on the template's
+  // inside pixels) at weight 30 leaves it found and well lit. The hold adds
+  // nothing to a blob already of the wanted shape and colour, and the
+  // gradient on a corner pixel that should go dark is bce's alone.
   const auto image = rendered_one(scene::Shape::square, 7);
   const auto found = detect_one(image);
   ASSERT_EQ(found.size(), 1u);
   const auto& d = found[0];
   const ShapeTarget circle{0, d.color, d.x0, d.y0, d.x1, d.y1, scene::Shape::circle, false};
-  std::map<ShapeLossOptions::Kind, double> best_l;
-  for (const auto kind : {ShapeLossOptions::Kind::pixel, ShapeLossOptions::Kind::bce}) {
-    ShapeLossOptions o;
-    o.kind = kind;
-    double best = 1e9;
-    for (int k = 1; k <= 100; ++k) {
-      const double l = k / 100.0;
-      const double v = shape_loss((image + 1) * l - 1, {circle}, o).item<double>();
-      if (v < best) {
-        best = v;
-        best_l[kind] = l;
-      }
-    }
+  const ShapeTarget square{0, d.color, d.x0, d.y0, d.x1, d.y1, scene::Shape::square, false};
+  ShapeLossOptions pixel, bce, held;
+  pixel.kind = ShapeLossOptions::Kind::pixel;
+  bce.kind = held.kind = ShapeLossOptions::Kind::bce;
+  held.hold_weight = 30;
+  const double l_pixel = least_loss_dimming(image, circle, pixel);
+  const double l_bce = least_loss_dimming(image, circle, bce);
+  const double l_held = least_loss_dimming(image, circle, held);
+  EXPECT_EQ(detect_one((image + 1) * l_pixel - 1).size(), 1u) << "pixel: dimmed to " << l_pixel;
+  EXPECT_GT(l_pixel, l_bce + 0.1) << "pixel " << l_pixel << ", bce " << l_bce;
+  EXPECT_EQ(detect_one((image + 1) * l_held - 1).size(), 1u) << "held: dimmed to " << l_held;
+  EXPECT_GT(l_held, std::max(0.8, l_bce + 0.15)) << "held " << l_held << ", bce " << l_bce;
+  EXPECT_NEAR(shape_loss(image, {square}, held).item<double>(), shape_loss(image, {square}, bce).item<double>(), 1e-4);
+  std::map<double, torch::Tensor> grad;  // by the hold's weight
+  for (const auto* o : {&bce, &held}) {
+    auto x = image.clone().requires_grad_(true);
+    shape_loss(x, {circle}, *o).backward();
+    grad[o->hold_weight] = x.grad();
   }
-  const auto kept = detect_one((image + 1) * best_l[ShapeLossOptions::Kind::pixel] - 1);
-  EXPECT_EQ(kept.size(), 1u) << "pixel: dimmed to " << best_l[ShapeLossOptions::Kind::pixel];
-  EXPECT_GT(best_l[ShapeLossOptions::Kind::pixel], best_l[ShapeLossOptions::Kind::bce] + 0.1)
-      << "pixel " << best_l[ShapeLossOptions::Kind::pixel] << ", bce " << best_l[ShapeLossOptions::Kind::bce];
+  const auto corner = [&](double w) { return grad[w].index({0, torch::indexing::Slice(), d.y0, d.x0}); };
+  EXPECT_TRUE(torch::allclose(corner(30), corner(0))) << "the corner lies outside the circle";
+  ShapeLossOptions bad;
+  bad.hold_weight = -1;
+  EXPECT_THROW(shape_loss(image, {circle}, bad), std::invalid_argument);
 }
 
 TEST(Draft, TheRingWeighsWhatItIsGiven) {

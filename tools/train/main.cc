@@ -63,7 +63,7 @@ int main(int argc, char** argv) {
   double nft_beta = 1.0, old_decay = 0.0, ema_decay = 0.0, reference_weight = 0.0, adv_clip = 1.0;
   bool nft_cfg = false, positive_only = false, keep_best = false, freeze_null = false;
   std::string lr_decay = "none", draft_loss = "mse";
-  double minutes = 30, lr = 2e-4, guidance = -1, soft_width = 1, draft_ring_weight = 1;
+  double minutes = 30, lr = 2e-4, guidance = -1, soft_width = 1, draft_ring_weight = 1, draft_hold = 0;
   bool per_group_std = false, draft_through_clamp = false;
   uint64_t seed = 1;
   models::SamplerOptions sampler;
@@ -116,6 +116,11 @@ int main(int argc, char** argv) {
   app.add_option("--draft-ring-weight", draft_ring_weight,
                  "draft: weight of the pixel ring around each blob's box, whose template is dark (the box's "
                  "pixels weigh 1)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--draft-hold", draft_hold,
+                 "draft: weight of the hold, the pixel loss on the pixels inside each blob's wanted shape, added to "
+                 "--draft-loss's, so that a blob's right pixels resist a dimming of the whole blob (models/draft.h; "
+                 "measured worse; 0: off)")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--draft-steps", draft_steps,
                  "draft: the last denoising steps the gradient flows back through (DRaFT-K)")
@@ -195,10 +200,11 @@ int main(int argc, char** argv) {
           "differentiable stand-in for the detector's shape calls: it takes none of --steps, --noise-level, "
           "--sde-begin, --sde-end, --train-steps, --clip, --beta, --group-std, --explore, --reward, --rank-every");
     if ((app.count("--draft-steps") || app.count("--draft-loss") || app.count("--draft-ring-weight") ||
-         draft_through_clamp) &&
+         app.count("--draft-hold") || draft_through_clamp) &&
         !draft)
       throw std::invalid_argument(
-          "--draft-steps, --draft-loss, --draft-ring-weight and --draft-through-clamp belong to --objective draft");
+          "--draft-steps, --draft-loss, --draft-ring-weight, --draft-hold and --draft-through-clamp belong to "
+          "--objective draft");
     if (!nft && (nft_cfg || noise_draws != 1 || positive_only || epochs != 1 || adv_clip != 1.0 ||
                  select != "advantage"))
       throw std::invalid_argument(
@@ -231,6 +237,7 @@ int main(int argc, char** argv) {
     draft_opts.grad_steps = draft_steps;
     draft_opts.loss.straight_through = draft_through_clamp;
     draft_opts.loss.ring_weight = draft_ring_weight;
+    draft_opts.loss.hold_weight = draft_hold;
     draft_opts.loss.kind = draft_loss == "bce"     ? models::ShapeLossOptions::Kind::bce
                            : draft_loss == "pixel" ? models::ShapeLossOptions::Kind::pixel
                                                    : models::ShapeLossOptions::Kind::mse;
