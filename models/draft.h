@@ -96,8 +96,8 @@ struct ShapeLossOptions {
   // grows with the dimming from its first step: along the dimming line the
   // loss is least with the blob well lit (dit_test). Measured (thirty-first
   // session, docs/benchmarks.md): it keeps the blobs, but it also pulls
-  // every hue to the palette's, its gradient outweighs bce's (norms 50-300
-  // before clipping), and the share of blobs called right did not rise; at
+  // every hue to the palette's, its gradient outweighs bce's (medians 57 and
+  // 172 before clipping), and the share of blobs called right did not rise; at
   // 30 and 100 the kept weights were worse than mse's. Hinges on the
   // brightness or on the soft snap alone (temporary patches) did no better.
   // 0: off (it costs nothing then).
