@@ -97,7 +97,8 @@ torch::Tensor shape_loss(const torch::Tensor& images, const std::vector<ShapeTar
   const auto compared = on_pixels ? clamped_pixels(images, opts.straight_through)
                                   : soft_color_masks(images, opts.temperature, opts.straight_through);
   // The hold compares the pixels themselves, whatever the kind.
-  const auto pixels = !on_pixels && opts.hold_weight > 0 ? clamped_pixels(images, opts.straight_through) : compared;
+  const bool held = opts.hold_weight > 0;
+  const auto pixels = on_pixels ? compared : held ? clamped_pixels(images, opts.straight_through) : torch::Tensor();
   const int64_t H = compared.size(2), W = compared.size(3);
   std::vector<torch::Tensor> terms;
   terms.reserve(targets.size());
@@ -110,9 +111,13 @@ torch::Tensor shape_loss(const torch::Tensor& images, const std::vector<ShapeTar
     const int64_t y0 = std::max<int64_t>(t.y0 - 1, 0), y1 = std::min<int64_t>(t.y1 + 1, H);
     const int64_t x0 = std::max<int64_t>(t.x0 - 1, 0), x1 = std::min<int64_t>(t.x1 + 1, W);
     tpl = tpl.slice(0, y0 - (t.y0 - 1), y1 - (t.y0 - 1)).slice(1, x0 - (t.x0 - 1), x1 - (t.x0 - 1));
+    // The pixel loss of the box, for Kind::pixel and the hold alike.
+    const auto box_error = on_pixels || held
+                               ? pixel_error(pixels[t.image].slice(1, y0, y1).slice(2, x0, x1), tpl, t.color)
+                               : torch::Tensor();
     torch::Tensor per_pixel;
     if (on_pixels) {
-      per_pixel = pixel_error(compared[t.image].slice(1, y0, y1).slice(2, x0, x1), tpl, t.color);
+      per_pixel = box_error;
     } else {
       const auto m = compared[t.image][static_cast<int>(t.color)].slice(0, y0, y1).slice(1, x0, x1);
       if (opts.kind == ShapeLossOptions::Kind::bce) {
@@ -124,9 +129,7 @@ torch::Tensor shape_loss(const torch::Tensor& images, const std::vector<ShapeTar
         per_pixel = (m - tpl).pow(2);
       }
     }
-    if (opts.hold_weight > 0)
-      per_pixel = per_pixel + opts.hold_weight * tpl *
-                                  pixel_error(pixels[t.image].slice(1, y0, y1).slice(2, x0, x1), tpl, t.color);
+    if (held) per_pixel = per_pixel + opts.hold_weight * tpl * box_error;
     if (opts.ring_weight == 1.0) {
       terms.push_back(per_pixel.mean());
     } else {

@@ -559,13 +559,18 @@ TEST(Draft, TheShapeLossGradientTurnsABlobIntoTheWantedShape) {
                                                          {scene::Shape::square, scene::Shape::circle},
                                                          {scene::Shape::circle, scene::Shape::triangle},
                                                          {scene::Shape::triangle, scene::Shape::square}};
-  for (const auto& [kind, ring] : {std::pair{ShapeLossOptions::Kind::mse, 1.0},
-                                   std::pair{ShapeLossOptions::Kind::bce, 1.0},
-                                   std::pair{ShapeLossOptions::Kind::bce, 0.0},
-                                   std::pair{ShapeLossOptions::Kind::pixel, 1.0},
-                                   std::pair{ShapeLossOptions::Kind::bce, -30.0}})  // < 0: ring 1, that hold
+  struct Loss {
+    ShapeLossOptions::Kind kind;
+    double ring, hold;
+  };
+  for (const auto& [kind, ring, hold] : {Loss{ShapeLossOptions::Kind::mse, 1.0, 0.0},
+                                         Loss{ShapeLossOptions::Kind::bce, 1.0, 0.0},
+                                         Loss{ShapeLossOptions::Kind::bce, 0.0, 0.0},
+                                         Loss{ShapeLossOptions::Kind::pixel, 1.0, 0.0},
+                                         Loss{ShapeLossOptions::Kind::bce, 1.0, 30.0}})
   for (const auto& [from, to] : cases) {
-    SCOPED_TRACE(std::to_string(static_cast<int>(kind)) + ", ring " + std::to_string(ring));
+    SCOPED_TRACE(std::to_string(static_cast<int>(kind)) + ", ring " + std::to_string(ring) + ", hold " +
+                 std::to_string(hold));
     auto image = rendered_one(from, 7).requires_grad_(true);
     auto found = detect_one(image);
     ASSERT_EQ(found.size(), 1u);
@@ -573,8 +578,8 @@ TEST(Draft, TheShapeLossGradientTurnsABlobIntoTheWantedShape) {
     torch::optim::Adam opt({image}, torch::optim::AdamOptions(0.02));
     ShapeLossOptions o;
     o.kind = kind;
-    o.ring_weight = ring < 0 ? 1.0 : ring;
-    o.hold_weight = ring < 0 ? -ring : 0.0;
+    o.ring_weight = ring;
+    o.hold_weight = hold;
     for (int step = 0; step < 400 && !found.empty() && found[0].shape != to; ++step) {
       const auto& d = found[0];
       opt.zero_grad();
