@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <tuple>
 #include <vector>
 
 #include "kernels/adaln.h"
@@ -181,24 +182,41 @@ TEST_P(CudaAdaLn, MatchesTheCpuReference) {
   }
 }
 
-// 16384 channels need 64 KB of shared memory: the opt-in path.
-INSTANTIATE_TEST_SUITE_P(Channels, CudaAdaLn, ::testing::Values(1, 96, 1029, 3072, 16384));
+// 96, 256, 3072, 16384 and 32768 channels (multiples of 16 bytes of
+// elements) take the packed kernel, with 1, 2, 4 or 8 packs a thread (fp32:
+// 1, 2, 4, 4, 8; bf16: 1, 1, 4, 4, 4); 1, 1029 and 16385 the scalar one,
+// which stages the row in shared memory: 16385 needs 64 KB of it, the opt-in
+// path.
+INSTANTIATE_TEST_SUITE_P(Channels, CudaAdaLn, ::testing::Values(1, 96, 256, 1029, 3072, 16384, 16385, 32768));
 
-TEST(CudaGatedResidual, IsBitIdenticalToTheCpuReference) {
+// 333 channels take the scalar kernel; 96 and 3072 (multiples of 16 bytes of
+// elements) the packed one, in fp32 and bf16.
+class CudaGatedResidual : public ::testing::TestWithParam<std::tuple<int64_t, bool>> {};  // channels, bf16
+
+TEST_P(CudaGatedResidual, IsBitIdenticalToTheCpuReference) {
   SKIP_WITHOUT_GPU();
-  const int64_t B = 4, N = 9, C = 333;
+  const auto [C, bf16] = GetParam();
+  const int64_t B = 4, N = 9, es = bf16 ? 2 : 4;
   const auto res = normals(B * N * C, 7), gate = normals(B * C, 8), y = normals(B * N * C, 9);
+  const auto rb = to_bf16(res), gb = to_bf16(gate), yb = to_bf16(y);
+  auto host = [&](const std::vector<float>& f, const std::vector<Bf16>& h) {
+    return bf16 ? static_cast<const void*>(h.data()) : f.data();
+  };
   GatedResidualArgs ha;
-  ha.residual = res.data();
-  ha.gate = gate.data();
-  ha.y = y.data();
-  std::vector<float> out(B * N * C);
+  ha.residual = host(res, rb);
+  ha.gate = host(gate, gb);
+  ha.y = host(y, yb);
+  std::vector<char> out(B * N * C * es);
   ha.out = out.data();
+  ha.type = bf16 ? ElementType::kBF16 : ElementType::kF32;
   ha.batch = B;
   ha.tokens = N;
   ha.channels = C;
   gated_residual_rows(ha, 0, B * N);
-  DeviceBuffer dr(res), dg(gate), dy(y), dout(B * N * C * 4);
+  DeviceBuffer dr(B * N * C * es), dg(B * C * es), dy(B * N * C * es), dout(B * N * C * es);
+  cuda::copy_to_device(dr.p, ha.residual, dr.bytes);
+  cuda::copy_to_device(dg.p, ha.gate, dg.bytes);
+  cuda::copy_to_device(dy.p, ha.y, dy.bytes);
   GatedResidualArgs da = ha;
   da.residual = dr.p;
   da.gate = dg.p;
@@ -206,5 +224,8 @@ TEST(CudaGatedResidual, IsBitIdenticalToTheCpuReference) {
   da.out = dout.p;
   cuda::gated_residual(da, nullptr);
   cuda::synchronize();
-  EXPECT_EQ(dout.fetch<float>(), out);
+  EXPECT_EQ(dout.fetch<char>(), out) << "C=" << C << (bf16 ? " bf16" : " fp32");
 }
+
+INSTANTIATE_TEST_SUITE_P(ChannelsAndTypes, CudaGatedResidual,
+                         ::testing::Combine(::testing::Values(333, 96, 3072), ::testing::Bool()));
