@@ -7,8 +7,8 @@
 // multiple of 16 bytes of elements and 16-byte aligned buffers (every DiT
 // shape), moves 16 bytes per access and keeps the row in registers; on the
 // H200 the scalar form alone reached only 47 % (fp32) and 25 % (bf16) of the
-// copy bandwidth for adaLN and 53 % for the bf16 gated residual. The scalar form, staging the row in shared memory, takes any
-// other shape.
+// copy bandwidth for adaLN and 53 % for the bf16 gated residual. The scalar
+// form, staging the row in shared memory, takes any other shape.
 #include <algorithm>
 #include <initializer_list>
 
@@ -170,15 +170,20 @@ __global__ void gated_packed_kernel(const T* __restrict__ residual, const T* __r
   }
 }
 
-// Whether a row of `channels` elements of size `es` can go in 16-byte packs.
-bool packable(int64_t channels, int64_t es, std::initializer_list<const void*> buffers) {
-  if (channels % (16 / es) != 0) return false;
+// Whether rows of `channels` elements of T can go in 16-byte packs.
+template <typename T>
+bool packable(int64_t channels, std::initializer_list<const void*> buffers) {
+  if (channels % kPackWidth<T> != 0) return false;
   for (const void* p : buffers)
     if (!aligned16(p)) return false;
   return true;
 }
 
 int round_up_32(int64_t t) { return int((t + 31) / 32 * 32); }
+
+// Threads per row of the scalar forms: a multiple of 32 with about four
+// channels each, 32..512.
+int threads_for(int64_t channels) { return std::clamp(round_up_32((channels + 3) / 4), 32, 512); }
 
 // Launches the packed adaLN. Each thread holds 4 packs (64 bytes) of the
 // row: fewer for rows too short to give a warp work, 8 (fp32) for rows too
@@ -196,36 +201,44 @@ bool launch_adaln_packed(const AdaLnArgs& a, int64_t rows, cudaStream_t s) {
   while (k < kMaxPacks && (packs + k - 1) / k > 1024) k *= 2;
   const int64_t threads = round_up_32((packs + k - 1) / k);
   if (threads > 1024) return false;
-  const auto* x = static_cast<const T*>(a.x);
-  const auto* sh = static_cast<const T*>(a.shift);
-  const auto* sc = static_cast<const T*>(a.scale);
-  auto* o = static_cast<T*>(a.out);
-  const dim3 grid{unsigned(rows)}, block{unsigned(threads)};
-  switch (k) {
-    case 1:
-      adaln_packed_kernel<T, 1><<<grid, block, 0, s>>>(x, sh, sc, o, a.row_mean, a.row_rstd, a.tokens, a.channels, a.eps);
-      break;
-    case 2:
-      adaln_packed_kernel<T, 2><<<grid, block, 0, s>>>(x, sh, sc, o, a.row_mean, a.row_rstd, a.tokens, a.channels, a.eps);
-      break;
-    case 4:
-      adaln_packed_kernel<T, 4><<<grid, block, 0, s>>>(x, sh, sc, o, a.row_mean, a.row_rstd, a.tokens, a.channels, a.eps);
-      break;
-    default:
-      if constexpr (kMaxPacks >= 8)
-        adaln_packed_kernel<T, 8><<<grid, block, 0, s>>>(x, sh, sc, o, a.row_mean, a.row_rstd, a.tokens, a.channels,
-                                                         a.eps);
-      break;
-  }
+  auto* kernel = k == 1   ? adaln_packed_kernel<T, 1>
+                 : k == 2 ? adaln_packed_kernel<T, 2>
+                          : adaln_packed_kernel<T, 4>;
+  if constexpr (kMaxPacks >= 8)
+    if (k == 8) kernel = adaln_packed_kernel<T, 8>;
+  kernel<<<unsigned(rows), unsigned(threads), 0, s>>>(
+      static_cast<const T*>(a.x), static_cast<const T*>(a.shift), static_cast<const T*>(a.scale),
+      static_cast<T*>(a.out), a.row_mean, a.row_rstd, a.tokens, a.channels, a.eps);
   check_launch("adaln kernel");
   return true;
 }
 
-// Threads per row: a multiple of 32 with about four channels each, 32..512.
-int threads_for(int64_t channels) {
-  int64_t t = (channels + 3) / 4;
-  t = (t + 31) / 32 * 32;
-  return int(t < 32 ? 32 : (t > 512 ? 512 : t));
+template <typename T>
+void launch_adaln(const AdaLnArgs& a, int64_t rows, cudaStream_t s) {
+  if (packable<T>(a.channels, {a.x, a.shift, a.scale, a.out}) && launch_adaln_packed<T>(a, rows, s)) return;
+  const size_t smem = size_t(a.channels) * sizeof(float);
+  if (smem > 48 * 1024)
+    check(cudaFuncSetAttribute(adaln_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)),
+          "adaln shared memory");
+  adaln_kernel<T><<<unsigned(rows), threads_for(a.channels), smem, s>>>(
+      static_cast<const T*>(a.x), static_cast<const T*>(a.shift), static_cast<const T*>(a.scale),
+      static_cast<T*>(a.out), a.row_mean, a.row_rstd, a.tokens, a.channels, a.eps);
+  check_launch("adaln kernel");
+}
+
+template <typename T>
+void launch_gated_residual(const GatedResidualArgs& a, int64_t rows, cudaStream_t s) {
+  const auto* res = static_cast<const T*>(a.residual);
+  const auto* gate = static_cast<const T*>(a.gate);
+  const auto* y = static_cast<const T*>(a.y);
+  auto* out = static_cast<T*>(a.out);
+  if (packable<T>(a.channels, {a.residual, a.gate, a.y, a.out})) {
+    const int threads = std::min(256, round_up_32(a.channels / kPackWidth<T>));
+    gated_packed_kernel<T><<<unsigned(rows), threads, 0, s>>>(res, gate, y, out, a.tokens, a.channels);
+  } else {
+    gated_kernel<T><<<unsigned(rows), threads_for(a.channels), 0, s>>>(res, gate, y, out, a.tokens, a.channels);
+  }
+  check_launch("gated residual kernel");
 }
 
 void check_rows(int64_t rows) {
@@ -238,63 +251,20 @@ void adaln(const AdaLnArgs& a, void* stream) {
   const int64_t rows = a.batch * a.tokens;
   if (rows <= 0 || a.channels <= 0) return;
   check_rows(rows);
-  auto s = as_stream(stream);
-  const bool f32 = a.type == ElementType::kF32;
-  if (packable(a.channels, f32 ? 4 : 2, {a.x, a.shift, a.scale, a.out}) &&
-      (f32 ? launch_adaln_packed<float>(a, rows, s) : launch_adaln_packed<__nv_bfloat16>(a, rows, s)))
-    return;
-  const size_t smem = size_t(a.channels) * sizeof(float);
-  const int threads = threads_for(a.channels);
-  if (f32) {
-    if (smem > 48 * 1024)
-      check(cudaFuncSetAttribute(adaln_kernel<float>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)),
-            "adaln shared memory");
-    adaln_kernel<float><<<unsigned(rows), threads, smem, s>>>(
-        static_cast<const float*>(a.x), static_cast<const float*>(a.shift), static_cast<const float*>(a.scale),
-        static_cast<float*>(a.out), a.row_mean, a.row_rstd, a.tokens, a.channels, a.eps);
-  } else {
-    if (smem > 48 * 1024)
-      check(cudaFuncSetAttribute(adaln_kernel<__nv_bfloat16>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                 int(smem)),
-            "adaln shared memory");
-    adaln_kernel<__nv_bfloat16><<<unsigned(rows), threads, smem, s>>>(
-        static_cast<const __nv_bfloat16*>(a.x), static_cast<const __nv_bfloat16*>(a.shift),
-        static_cast<const __nv_bfloat16*>(a.scale), static_cast<__nv_bfloat16*>(a.out), a.row_mean, a.row_rstd,
-        a.tokens, a.channels, a.eps);
-  }
-  check_launch("adaln kernel");
+  if (a.type == ElementType::kF32)
+    launch_adaln<float>(a, rows, as_stream(stream));
+  else
+    launch_adaln<__nv_bfloat16>(a, rows, as_stream(stream));
 }
 
 void gated_residual(const GatedResidualArgs& a, void* stream) {
   const int64_t rows = a.batch * a.tokens;
   if (rows <= 0 || a.channels <= 0) return;
   check_rows(rows);
-  auto s = as_stream(stream);
-  const bool f32 = a.type == ElementType::kF32;
-  if (packable(a.channels, f32 ? 4 : 2, {a.residual, a.gate, a.y, a.out})) {
-    const unsigned threads = unsigned(std::min(256, round_up_32(a.channels / (f32 ? 4 : 8))));
-    if (f32)
-      gated_packed_kernel<float><<<unsigned(rows), threads, 0, s>>>(
-          static_cast<const float*>(a.residual), static_cast<const float*>(a.gate), static_cast<const float*>(a.y),
-          static_cast<float*>(a.out), a.tokens, a.channels);
-    else
-      gated_packed_kernel<__nv_bfloat16><<<unsigned(rows), threads, 0, s>>>(
-          static_cast<const __nv_bfloat16*>(a.residual), static_cast<const __nv_bfloat16*>(a.gate),
-          static_cast<const __nv_bfloat16*>(a.y), static_cast<__nv_bfloat16*>(a.out), a.tokens, a.channels);
-    check_launch("gated residual kernel");
-    return;
-  }
-  const int threads = threads_for(a.channels);
-  if (f32)
-    gated_kernel<float><<<unsigned(rows), threads, 0, s>>>(static_cast<const float*>(a.residual),
-                                                           static_cast<const float*>(a.gate),
-                                                           static_cast<const float*>(a.y),
-                                                           static_cast<float*>(a.out), a.tokens, a.channels);
+  if (a.type == ElementType::kF32)
+    launch_gated_residual<float>(a, rows, as_stream(stream));
   else
-    gated_kernel<__nv_bfloat16><<<unsigned(rows), threads, 0, s>>>(
-        static_cast<const __nv_bfloat16*>(a.residual), static_cast<const __nv_bfloat16*>(a.gate),
-        static_cast<const __nv_bfloat16*>(a.y), static_cast<__nv_bfloat16*>(a.out), a.tokens, a.channels);
-  check_launch("gated residual kernel");
+    launch_gated_residual<__nv_bfloat16>(a, rows, as_stream(stream));
 }
 
 }  // namespace spotlight::kernels::cuda

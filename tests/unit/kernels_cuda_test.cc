@@ -57,6 +57,11 @@ std::vector<Bf16> to_bf16(const std::vector<float>& v) {
   return o;
 }
 
+// The host copy of a test input in the element type under test.
+const void* host_input(bool bf16, const std::vector<float>& f, const std::vector<Bf16>& h) {
+  return bf16 ? static_cast<const void*>(h.data()) : f.data();
+}
+
 }  // namespace
 
 TEST(CudaPhilox, IsBitIdenticalToTheCpuReferenceOver1e8Values) {
@@ -133,13 +138,10 @@ TEST_P(CudaAdaLn, MatchesTheCpuReference) {
     const auto x = normals(B * N * C, 4, 2.0f, 3.0f), shift = normals(B * C, 5), scale = normals(B * C, 6, 0.5f);
     const auto xb = to_bf16(x), sb = to_bf16(shift), cb = to_bf16(scale);
     const int64_t es = bf16 ? 2 : 4;
-    auto host = [&](const std::vector<float>& f, const std::vector<Bf16>& h) {
-      return bf16 ? static_cast<const void*>(h.data()) : f.data();
-    };
     AdaLnArgs ha;
-    ha.x = host(x, xb);
-    ha.shift = host(shift, sb);
-    ha.scale = host(scale, cb);
+    ha.x = host_input(bf16, x, xb);
+    ha.shift = host_input(bf16, shift, sb);
+    ha.scale = host_input(bf16, scale, cb);
     std::vector<char> out(B * N * C * es);
     std::vector<float> mean(B * N), rstd(B * N);
     ha.out = out.data();
@@ -199,13 +201,10 @@ TEST_P(CudaGatedResidual, IsBitIdenticalToTheCpuReference) {
   const int64_t B = 4, N = 9, es = bf16 ? 2 : 4;
   const auto res = normals(B * N * C, 7), gate = normals(B * C, 8), y = normals(B * N * C, 9);
   const auto rb = to_bf16(res), gb = to_bf16(gate), yb = to_bf16(y);
-  auto host = [&](const std::vector<float>& f, const std::vector<Bf16>& h) {
-    return bf16 ? static_cast<const void*>(h.data()) : f.data();
-  };
   GatedResidualArgs ha;
-  ha.residual = host(res, rb);
-  ha.gate = host(gate, gb);
-  ha.y = host(y, yb);
+  ha.residual = host_input(bf16, res, rb);
+  ha.gate = host_input(bf16, gate, gb);
+  ha.y = host_input(bf16, y, yb);
   std::vector<char> out(B * N * C * es);
   ha.out = out.data();
   ha.type = bf16 ? ElementType::kBF16 : ElementType::kF32;
