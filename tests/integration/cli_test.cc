@@ -127,6 +127,21 @@ TEST(Cli, BenchScaleRunsEveryPhase) {
   }
 }
 
+// `spotlight bench` at a small size: the five figures the issue names, in
+// Ray's names, and the bare-TCP ceiling under ZeroMQ's, which bounds a
+// synchronous call (two round trips) on this machine.
+TEST(Cli, BenchReportsItsFiguresAndTheCeilingsUnderThem) {
+  CmdResult r = run(kBin + " bench --sync-calls 200 --async-calls 2000 --insecure --json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("two round trips per call"), std::string::npos) << r.out;
+  auto j = nlohmann::json::parse(r.out.substr(r.out.rfind('{')));
+  for (const char* key : {"1_1_actor_calls_sync", "1_1_actor_calls_async", "n_n_actor_calls_async",
+                          "zmq_roundtrips", "zmq_oneway", "tcp_roundtrips"}) {
+    ASSERT_TRUE(j.contains(key)) << key << " missing: " << r.out;
+    EXPECT_GT(j[key].get<double>(), 0) << key;
+  }
+}
+
 // The head makes a cluster key on first start, keeps it beside its store
 // (its owner's only), prints it with the join command, and finds it again
 // when it restarts on the same store.
