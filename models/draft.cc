@@ -183,6 +183,8 @@ DraftStepStats draft_step(DiT& model, torch::optim::Optimizer& opt, const std::v
                           const torch::Tensor& tokens, const std::vector<uint64_t>& seeds, const DraftOptions& opts,
                           DiT* reference) {
   DraftStepStats out;
+  if (opts.targets_from_reference && !reference)
+    throw std::invalid_argument("draft_step: reference targets need the reference model");
   const bool anchored = reference && opts.reference_weight > 0 && opts.grad_steps < opts.steps;
   EarlyLatent early;
   if (anchored) {
@@ -194,9 +196,20 @@ DraftStepStats draft_step(DiT& model, torch::optim::Optimizer& opt, const std::v
   }
   auto images = sample_with_grad_tail(model, tokens, seeds, opts.steps, opts.shift, opts.guidance, opts.grad_steps,
                                       anchored ? &early : nullptr);
-  const auto targets = shape_targets(prompts, images, &out.scores);
+  auto targets = shape_targets(prompts, images, &out.scores);
+  ShapeLossStats own;  // the trained images' blobs, which the log reports
+  own.targets = int(targets.size());
+  for (const auto& t : targets) own.called_right += t.called_right;
+  if (opts.targets_from_reference) {
+    torch::NoGradGuard no_grad;
+    const auto ref_images = sample_with_grad_tail(*reference, tokens, seeds, opts.steps, opts.shift,
+                                                  opts.guidance, 1);
+    targets = shape_targets(prompts, ref_images);
+  }
   opt.zero_grad();
   auto loss = shape_loss(images, targets, opts.loss, &out.loss);
+  out.loss.targets = own.targets;
+  out.loss.called_right = own.called_right;
   if (anchored) {
     const auto s = torch::full({early.x.size(0)}, early.sigma, early.x.options());
     const auto mse = reference_mse(guided_velocity(model, early.x, s, tokens, opts.guidance), *reference, early.x, s,

@@ -152,6 +152,19 @@ struct DraftOptions {
   // reference (the starting checkpoint), reference_weight * |v - v_ref|^2 at
   // one of the earlier steps, drawn per iteration, holds them where they were.
   double reference_weight = 0;
+  // Where the blobs the loss compares come from. Own (false): the hard
+  // detector on the trained model's own rollout. Then a blob that fades out
+  // costs nothing the iteration it is no longer found, and under bce, which
+  // teaches shapes fastest, blobs were erased (2.0 to 0.7 per image). With
+  // reference targets (true; needs `reference`), the blobs and wanted shapes
+  // are the starting checkpoint's on the same (prompt, seed), rolled out
+  // without a graph: a blob the trained model drops keeps its template, whose
+  // lit pixels then pull hardest, and the scene's layout is held at the
+  // reference's, whose score with every shape call favourable is about 0.9.
+  // Measured worse (thirty-third session, docs/benchmarks.md): the blobs stay
+  // (about 2 an image) but the share called right did not rise, and the kept
+  // weights scored below the base (0.281 under bce, 0.336 under mse).
+  bool targets_from_reference = false;
 };
 
 struct DraftStepStats {
@@ -165,7 +178,10 @@ struct DraftStepStats {
 // One DRaFT-K step: roll out (prompt, seed) rows with the graph of the last K
 // steps, score the images, and take one optimiser step on shape_loss (plus,
 // with `reference` and opts.reference_weight > 0, the anchor at an earlier
-// step, drawn from the rows' seeds so that a run replays exactly).
+// step, drawn from the rows' seeds so that a run replays exactly). With
+// opts.targets_from_reference, the loss's blobs are the reference's
+// (throws std::invalid_argument without a reference); the stats' blob counts
+// stay the trained images' own, so that a log shows blobs lost.
 DraftStepStats draft_step(DiT& model, torch::optim::Optimizer& opt, const std::vector<scene::Prompt>& prompts,
                           const torch::Tensor& tokens, const std::vector<uint64_t>& seeds, const DraftOptions& opts,
                           DiT* reference = nullptr);

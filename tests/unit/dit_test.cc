@@ -844,6 +844,50 @@ TEST(Draft, TheReferenceAnchorHoldsTheEarlyStepsNearTheStartingWeights) {
                                                  << " against " << distance[0.0] << " without it";
 }
 
+TEST(Draft, ReferenceTargetsAreTheReferencesBlobsAndTheLogKeepsTheOwn) {
+  // The loss compares the trained rollout with the blobs the reference draws
+  // on the same (prompt, seed), so a blob the trained model drops still
+  // costs; the stats count the trained images' own blobs.
+  const std::string path = std::string(SPOTLIGHT_SOURCE_DIR) + "/models/checkpoints/tiny.pt";
+  auto shipped = load_checkpoint(path);
+  auto reference = shipped.model;
+  auto trained = load_checkpoint(path).model;
+  {
+    // Another model on the same scenes: its blobs differ from the reference's.
+    torch::NoGradGuard ng;
+    torch::manual_seed(7);
+    for (auto& p : trained->parameters()) p.add_(torch::randn_like(p) * 0.05 * (p.abs().mean() + 1e-3));
+  }
+  const auto prompts = some_prompts(4, 21);
+  auto tokens = encode_prompts(prompts, reference->config().text_len);
+  const std::vector<uint64_t> seeds = {5, 6, 7, 8};
+  DraftOptions opts;
+  opts.steps = 12;  // fewer and the shipped model's images hold no blobs yet
+  opts.grad_steps = 2;
+  opts.guidance = shipped.info.guidance;
+  opts.loss.kind = ShapeLossOptions::Kind::bce;
+  opts.targets_from_reference = true;
+  torch::Tensor own_images, ref_images;
+  {
+    torch::NoGradGuard ng;
+    own_images = sample_with_grad_tail(trained, tokens, seeds, opts.steps, opts.shift, opts.guidance, 1);
+    ref_images = sample_with_grad_tail(reference, tokens, seeds, opts.steps, opts.shift, opts.guidance, 1);
+  }
+  const auto own = shape_targets(prompts, own_images);
+  const auto theirs = shape_targets(prompts, ref_images);
+  ASSERT_GT(theirs.size(), 0u) << "the reference draws no blobs: nothing to compare";
+  const double expected = shape_loss(own_images, theirs, opts.loss).item<double>();
+  ASSERT_NE(expected, shape_loss(own_images, own, opts.loss).item<double>()) << "the two target sets agree";
+  torch::optim::SGD sgd(trained->parameters(), torch::optim::SGDOptions(0.0));  // the loss is read before the step
+  const auto st = draft_step(trained, sgd, prompts, tokens, seeds, opts, &reference);
+  EXPECT_NEAR(st.loss.loss, expected, 1e-4 * std::abs(expected));
+  EXPECT_EQ(st.loss.targets, int(own.size()));
+  int own_right = 0;
+  for (const auto& t : own) own_right += t.called_right;
+  EXPECT_EQ(st.loss.called_right, own_right);
+  EXPECT_GT(st.grad_norm, 0.0);
+  EXPECT_THROW(draft_step(trained, sgd, prompts, tokens, seeds, opts), std::invalid_argument);
+}
 
 class CheckpointRoundTrip : public ::testing::TestWithParam<int64_t> {};
 

@@ -62,7 +62,7 @@ int main(int argc, char** argv) {
   int updates = 2, noise_draws = 1, epochs = 1, draft_steps = 2;
   double nft_beta = 1.0, old_decay = 0.0, ema_decay = 0.0, reference_weight = 0.0, adv_clip = 1.0;
   bool nft_cfg = false, positive_only = false, keep_best = false, freeze_null = false;
-  std::string lr_decay = "none", draft_loss = "mse";
+  std::string lr_decay = "none", draft_loss = "mse", draft_targets = "own";
   double minutes = 30, lr = 2e-4, guidance = -1, soft_width = 1, draft_ring_weight = 1, draft_hold = 0;
   bool per_group_std = false, draft_through_clamp = false;
   uint64_t seed = 1;
@@ -122,6 +122,11 @@ int main(int argc, char** argv) {
                  "--draft-loss's, so that a blob's right pixels resist a dimming of the whole blob (models/draft.h; "
                  "measured worse; 0: off)")
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--draft-targets", draft_targets,
+                 "draft: whose blobs the loss compares with their wanted shapes: own (the detector on the trained "
+                 "model's rollout) or reference (on the starting checkpoint's rollout of the same prompt and seed, "
+                 "so that a blob the trained model drops still costs; models/draft.h)")
+      ->check(CLI::IsMember({"own", "reference"}));
   app.add_option("--draft-steps", draft_steps,
                  "draft: the last denoising steps the gradient flows back through (DRaFT-K)")
       ->check(CLI::PositiveNumber);
@@ -200,11 +205,11 @@ int main(int argc, char** argv) {
           "differentiable stand-in for the detector's shape calls: it takes none of --steps, --noise-level, "
           "--sde-begin, --sde-end, --train-steps, --clip, --beta, --group-std, --explore, --reward, --rank-every");
     if ((app.count("--draft-steps") || app.count("--draft-loss") || app.count("--draft-ring-weight") ||
-         app.count("--draft-hold") || draft_through_clamp) &&
+         app.count("--draft-hold") || app.count("--draft-targets") || draft_through_clamp) &&
         !draft)
       throw std::invalid_argument(
-          "--draft-steps, --draft-loss, --draft-ring-weight, --draft-hold and --draft-through-clamp belong to "
-          "--objective draft");
+          "--draft-steps, --draft-loss, --draft-ring-weight, --draft-hold, --draft-targets and "
+          "--draft-through-clamp belong to --objective draft");
     if (!nft && (nft_cfg || noise_draws != 1 || positive_only || epochs != 1 || adv_clip != 1.0 ||
                  select != "advantage"))
       throw std::invalid_argument(
@@ -248,11 +253,12 @@ int main(int argc, char** argv) {
           "--reference-weight anchors the steps before the gradient's: with --draft-steps equal to --eval-steps "
           "there are none");
     draft_opts.reference_weight = reference_weight;
+    draft_opts.targets_from_reference = draft_targets == "reference";
     const auto dev = spotlight::tools::parse_device(device);
     auto model = ck.model;
     model->to(dev);
     models::DiT ref{nullptr};
-    if (grpo.beta > 0 || reference_weight > 0) {
+    if (grpo.beta > 0 || reference_weight > 0 || draft_opts.targets_from_reference) {
       ref = models::load_checkpoint(checkpoint).model;
       ref->to(dev);
     }
