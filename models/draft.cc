@@ -28,6 +28,17 @@ std::vector<ShapeTarget> shape_targets(const std::vector<scene::Prompt>& prompts
   return out;
 }
 
+std::vector<ShapeTarget> lost_blobs(const std::vector<ShapeTarget>& own, const std::vector<ShapeTarget>& reference) {
+  std::vector<ShapeTarget> lost;
+  for (const auto& r : reference) {
+    const bool drawn = std::any_of(own.begin(), own.end(), [&](const ShapeTarget& o) {
+      return o.image == r.image && o.color == r.color && o.x0 < r.x1 && r.x0 < o.x1 && o.y0 < r.y1 && r.y0 < o.y1;
+    });
+    if (!drawn) lost.push_back(r);
+  }
+  return lost;
+}
+
 namespace {
 
 // The pixels as the detector sees them: clamped to [-1, 1], with the clamp's
@@ -183,7 +194,7 @@ DraftStepStats draft_step(DiT& model, torch::optim::Optimizer& opt, const std::v
                           const torch::Tensor& tokens, const std::vector<uint64_t>& seeds, const DraftOptions& opts,
                           DiT* reference) {
   DraftStepStats out;
-  if (opts.targets_from_reference && !reference)
+  if (opts.targets != DraftOptions::Targets::own && !reference)
     throw std::invalid_argument("draft_step: reference targets need the reference model");
   const bool anchored = reference && opts.reference_weight > 0 && opts.grad_steps < opts.steps;
   EarlyLatent early;
@@ -200,11 +211,17 @@ DraftStepStats draft_step(DiT& model, torch::optim::Optimizer& opt, const std::v
   ShapeLossStats own;  // the trained images' blobs, which the log reports
   own.targets = int(targets.size());
   for (const auto& t : targets) own.called_right += t.called_right;
-  if (opts.targets_from_reference) {
+  if (opts.targets != DraftOptions::Targets::own) {
     torch::NoGradGuard no_grad;
-    const auto ref_images = sample_with_grad_tail(*reference, tokens, seeds, opts.steps, opts.shift,
-                                                  opts.guidance, 1);
-    targets = shape_targets(prompts, ref_images);
+    const auto ref_images =
+        sample_with_grad_tail(*reference, tokens, seeds, opts.steps, opts.shift, opts.guidance, 1);
+    auto theirs = shape_targets(prompts, ref_images);
+    if (opts.targets == DraftOptions::Targets::reference) {
+      targets = std::move(theirs);
+    } else {
+      const auto lost = lost_blobs(targets, theirs);
+      targets.insert(targets.end(), lost.begin(), lost.end());
+    }
   }
   opt.zero_grad();
   auto loss = shape_loss(images, targets, opts.loss, &out.loss);

@@ -152,20 +152,33 @@ struct DraftOptions {
   // reference (the starting checkpoint), reference_weight * |v - v_ref|^2 at
   // one of the earlier steps, drawn per iteration, holds them where they were.
   double reference_weight = 0;
-  // Where the blobs the loss compares come from. Own (false): the hard
-  // detector on the trained model's own rollout. Then a blob that fades out
-  // costs nothing the iteration it is no longer found, and under bce, which
-  // teaches shapes fastest, blobs were erased (2.0 to 0.7 per image). With
-  // reference targets (true; needs `reference`), the blobs and wanted shapes
-  // are the starting checkpoint's on the same (prompt, seed), rolled out
-  // without a graph: a blob the trained model drops keeps its template, whose
-  // lit pixels then pull hardest, and the scene's layout is held at the
-  // reference's, whose score with every shape call favourable is about 0.9.
-  // Measured worse (thirty-third session, docs/benchmarks.md): the blobs stay
-  // (about 2 an image) but the share called right did not rise, and the kept
-  // weights scored below the base (0.281 under bce, 0.336 under mse).
-  bool targets_from_reference = false;
+  // Where the blobs the loss compares come from.
+  // own: the hard detector on the trained model's own rollout. A blob that
+  // fades out then costs nothing the iteration it is no longer found, and
+  // under bce, which teaches shapes fastest, blobs were erased (2.0 to 0.7
+  // per image).
+  // reference (needs `reference`): the blobs and wanted shapes of the
+  // starting checkpoint's rollout of the same (prompt, seed), made without a
+  // graph, so a dropped blob keeps its template and the layout is held at
+  // the reference's. Measured worse (thirty-third session,
+  // docs/benchmarks.md): the blobs stay (about 2 an image) but the share
+  // called right did not rise, and the kept weights scored below the base
+  // (0.281 under bce, 0.336 under mse). Once the two rollouts differ on a
+  // seed, the reference's blobs the trained model draws elsewhere pull it
+  // back to the base's layout instead of shaping the blobs it has.
+  // own_and_lost (needs `reference`): the own blobs, plus each of the
+  // reference's that no own blob of its colour overlaps (lost_blobs): the
+  // own targets shape what is drawn, the lost ones make erasing cost. Also
+  // measured worse (thirty-third session): under bce 0.342 (ring 1) and
+  // 0.264 (ring 0), with no rise in the share called right; the lost blobs'
+  // lit pixels at m ~ 0 seem to outweigh the reshaping in the clipped step.
+  enum class Targets { own, reference, own_and_lost };
+  Targets targets = Targets::own;
 };
+
+// The blobs of `reference` that `own` no longer draws: those with no blob of
+// the same image and colour whose box overlaps theirs.
+std::vector<ShapeTarget> lost_blobs(const std::vector<ShapeTarget>& own, const std::vector<ShapeTarget>& reference);
 
 struct DraftStepStats {
   std::vector<scene::Score> scores;  // mini-GenEval's, of the rolled-out images
@@ -179,9 +192,10 @@ struct DraftStepStats {
 // steps, score the images, and take one optimiser step on shape_loss (plus,
 // with `reference` and opts.reference_weight > 0, the anchor at an earlier
 // step, drawn from the rows' seeds so that a run replays exactly). With
-// opts.targets_from_reference, the loss's blobs are the reference's
-// (throws std::invalid_argument without a reference); the stats' blob counts
-// stay the trained images' own, so that a log shows blobs lost.
+// opts.targets other than own, the loss's blobs come (in part) from the
+// reference's rollout (throws std::invalid_argument without a reference);
+// the stats' blob counts stay the trained images' own, so that a log shows
+// blobs lost.
 DraftStepStats draft_step(DiT& model, torch::optim::Optimizer& opt, const std::vector<scene::Prompt>& prompts,
                           const torch::Tensor& tokens, const std::vector<uint64_t>& seeds, const DraftOptions& opts,
                           DiT* reference = nullptr);

@@ -866,7 +866,7 @@ TEST(Draft, ReferenceTargetsAreTheReferencesBlobsAndTheLogKeepsTheOwn) {
   opts.grad_steps = 2;
   opts.guidance = shipped.info.guidance;
   opts.loss.kind = ShapeLossOptions::Kind::bce;
-  opts.targets_from_reference = true;
+  opts.targets = DraftOptions::Targets::reference;
   torch::Tensor own_images, ref_images;
   {
     torch::NoGradGuard ng;
@@ -887,6 +887,44 @@ TEST(Draft, ReferenceTargetsAreTheReferencesBlobsAndTheLogKeepsTheOwn) {
   EXPECT_EQ(st.loss.called_right, own_right);
   EXPECT_GT(st.grad_norm, 0.0);
   EXPECT_THROW(draft_step(trained, sgd, prompts, tokens, seeds, opts), std::invalid_argument);
+  // own_and_lost: the own blobs, and the reference's that none of them covers.
+  opts.targets = DraftOptions::Targets::own_and_lost;
+  auto both = own;
+  const auto lost = lost_blobs(own, theirs);
+  both.insert(both.end(), lost.begin(), lost.end());
+  const double expected_both = shape_loss(own_images, both, opts.loss).item<double>();
+  const auto st_both = draft_step(trained, sgd, prompts, tokens, seeds, opts, &reference);
+  EXPECT_NEAR(st_both.loss.loss, expected_both, 1e-4 * std::abs(expected_both));
+  EXPECT_EQ(st_both.loss.targets, int(own.size()));
+  EXPECT_THROW(draft_step(trained, sgd, prompts, tokens, seeds, opts), std::invalid_argument);
+}
+
+TEST(Draft, LostBlobsAreTheReferencesThatNoOwnBlobOfTheirColourOverlaps) {
+  using scene::Color;
+  auto blob = [](int64_t image, Color c, int x0, int y0, int x1, int y1) {
+    ShapeTarget t;
+    t.image = image;
+    t.color = c;
+    t.x0 = x0, t.y0 = y0, t.x1 = x1, t.y1 = y1;
+    return t;
+  };
+  const std::vector<ShapeTarget> own = {blob(0, Color::red, 4, 4, 10, 10),
+                                        blob(1, Color::blue, 0, 0, 6, 6)};
+  const std::vector<ShapeTarget> reference = {
+      blob(0, Color::red, 8, 8, 14, 14),   // overlaps the own red one: drawn
+      blob(0, Color::red, 10, 4, 16, 10),  // touches it edge to edge only: lost
+      blob(0, Color::blue, 4, 4, 10, 10),  // the red one's box, another colour: lost
+      blob(1, Color::blue, 5, 5, 9, 9),    // overlaps the own blue one by a pixel: drawn
+      blob(2, Color::blue, 0, 0, 6, 6),    // an image with no own blobs: lost
+  };
+  const auto lost = lost_blobs(own, reference);
+  ASSERT_EQ(lost.size(), 3u);
+  EXPECT_EQ(lost[0].x0, 10);
+  EXPECT_EQ(lost[1].color, Color::blue);
+  EXPECT_EQ(lost[1].image, 0);
+  EXPECT_EQ(lost[2].image, 2);
+  EXPECT_TRUE(lost_blobs(own, {}).empty());
+  EXPECT_EQ(lost_blobs({}, reference).size(), reference.size());
 }
 
 class CheckpointRoundTrip : public ::testing::TestWithParam<int64_t> {};

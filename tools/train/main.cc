@@ -124,9 +124,10 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   app.add_option("--draft-targets", draft_targets,
                  "draft: whose blobs the loss compares with their wanted shapes: own (the detector on the trained "
-                 "model's rollout) or reference (on the starting checkpoint's rollout of the same prompt and seed, "
-                 "so that a blob the trained model drops still costs; models/draft.h)")
-      ->check(CLI::IsMember({"own", "reference"}));
+                 "model's rollout), reference (on the starting checkpoint's rollout of the same prompt and seed; "
+                 "measured worse) or own-and-lost (the own blobs plus the reference's that the trained rollout no "
+                 "longer draws, so that erasing a blob costs; models/draft.h)")
+      ->check(CLI::IsMember({"own", "reference", "own-and-lost"}));
   app.add_option("--draft-steps", draft_steps,
                  "draft: the last denoising steps the gradient flows back through (DRaFT-K)")
       ->check(CLI::PositiveNumber);
@@ -253,12 +254,14 @@ int main(int argc, char** argv) {
           "--reference-weight anchors the steps before the gradient's: with --draft-steps equal to --eval-steps "
           "there are none");
     draft_opts.reference_weight = reference_weight;
-    draft_opts.targets_from_reference = draft_targets == "reference";
+    draft_opts.targets = draft_targets == "reference"      ? models::DraftOptions::Targets::reference
+                         : draft_targets == "own-and-lost" ? models::DraftOptions::Targets::own_and_lost
+                                                           : models::DraftOptions::Targets::own;
     const auto dev = spotlight::tools::parse_device(device);
     auto model = ck.model;
     model->to(dev);
     models::DiT ref{nullptr};
-    if (grpo.beta > 0 || reference_weight > 0 || draft_opts.targets_from_reference) {
+    if (grpo.beta > 0 || reference_weight > 0 || draft_opts.targets != models::DraftOptions::Targets::own) {
       ref = models::load_checkpoint(checkpoint).model;
       ref->to(dev);
     }
