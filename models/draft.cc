@@ -208,9 +208,10 @@ DraftStepStats draft_step(DiT& model, torch::optim::Optimizer& opt, const std::v
   auto images = sample_with_grad_tail(model, tokens, seeds, opts.steps, opts.shift, opts.guidance, opts.grad_steps,
                                       anchored ? &early : nullptr);
   auto targets = shape_targets(prompts, images, &out.scores);
-  ShapeLossStats own;  // the trained images' blobs, which the log reports
-  own.targets = int(targets.size());
-  for (const auto& t : targets) own.called_right += t.called_right;
+  // The trained images' blobs, which the log reports whatever the loss compares.
+  const int own_blobs = int(targets.size());
+  const int own_right =
+      int(std::count_if(targets.begin(), targets.end(), [](const auto& t) { return t.called_right; }));
   if (opts.targets != DraftOptions::Targets::own) {
     torch::NoGradGuard no_grad;
     const auto ref_images =
@@ -225,8 +226,8 @@ DraftStepStats draft_step(DiT& model, torch::optim::Optimizer& opt, const std::v
   }
   opt.zero_grad();
   auto loss = shape_loss(images, targets, opts.loss, &out.loss);
-  out.loss.targets = own.targets;
-  out.loss.called_right = own.called_right;
+  out.loss.targets = own_blobs;
+  out.loss.called_right = own_right;
   if (anchored) {
     const auto s = torch::full({early.x.size(0)}, early.sigma, early.x.options());
     const auto mse = reference_mse(guided_velocity(model, early.x, s, tokens, opts.guidance), *reference, early.x, s,
