@@ -7,6 +7,7 @@
 #include <set>
 
 #include "support/cluster.h"
+#include "support/temp_dir.h"
 #include "support/test_actors.h"
 
 namespace spotlight {
@@ -16,6 +17,8 @@ using namespace std::chrono_literals;
 using testing::cluster_options;
 using testing::counter;
 using testing::wait_for_status;
+using testing_actors::Gate;
+using testing_actors::open_gate;
 using testing_actors::Worker;
 
 constexpr const char* kPool = "expiry-workers";
@@ -107,6 +110,9 @@ TEST(ResultExpiry, GoneClientsWithNoCallLeftAreRetiredForGood) {
   auto rt = cluster.connect();
   auto pool = rt.pool<Worker>(kPool, on_market("any"));
   EXPECT_EQ(pool.call(&Worker::twice, int64_t{1}).get(30s), 2);
+  testing::TempDir gate_dir("expiry-gate");
+  constexpr const char* kGate = "expiry-gate";
+  rt.spawn<Gate>(kGate);
   const uint64_t known = counter(rt.status(), "clients_known");
   ASSERT_GE(known, 1u);
   constexpr int kDrivers = 4;
@@ -117,10 +123,15 @@ TEST(ResultExpiry, GoneClientsWithNoCallLeftAreRetiredForGood) {
     EXPECT_EQ(w.call(&Worker::twice, int64_t{i}).get(30s), 2 * i);  // received: nothing left
   }
   {
-    auto driver = cluster.connect();  // leaves a call whose result nobody receives
-    abandoned = driver.actor<Worker>(kPool).call(&Worker::twice, int64_t{7}).task_id();
+    // Leaves a call whose result nobody receives. It waits at a gate until
+    // the driver has closed: a result that came first would be received by
+    // the driver's connection (and acknowledged as it closes), with nothing
+    // left to expire.
+    auto driver = cluster.connect();
+    abandoned = driver.actor<Gate>(kGate).call(&Gate::pass, gate_dir.path(), int64_t{7}).task_id();
     driver.wait_accepted();
   }
+  open_gate(gate_dir.path());
   ClusterStatus s;
   ASSERT_TRUE(wait_for_status(cluster.address(),
                               [&](const ClusterStatus& st) {
