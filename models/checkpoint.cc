@@ -22,6 +22,7 @@ void write_config(torch::serialize::OutputArchive& a, const DiTConfig& c) {
                                                               {"pixel_head", c.pixel_head},
                                                               {"pixel_features", c.pixel_features}})
     a.write(std::string("config/") + key, c10::IValue(v));
+  a.write("config/expert_boundary", c10::IValue(c.expert_boundary));
 }
 
 int64_t read_int(torch::serialize::InputArchive& a, const std::string& key) {
@@ -53,6 +54,8 @@ DiTConfig read_config(torch::serialize::InputArchive& a) {
   c10::IValue v;
   c.pixel_head = a.try_read("config/pixel_head", v) && v.isInt() ? v.toInt() : 0;
   if (a.try_read("config/pixel_features", v) && v.isInt()) c.pixel_features = v.toInt();
+  // Absent before the low-noise expert existed: one set of weights.
+  if (a.try_read("config/expert_boundary", v) && v.isDouble()) c.expert_boundary = v.toDouble();
   return c;
 }
 
@@ -128,6 +131,23 @@ std::vector<std::string> copy_matching_weights(DiT& from, DiT& to) {
     p.value().copy_(*t);
   }
   return fresh;
+}
+
+DiT grow_low_noise_expert(DiT& base, double boundary) {
+  auto cfg = base->config();
+  if (cfg.expert_boundary > 0)
+    throw CheckpointError("the model already has a low-noise expert (below noise level " +
+                          std::to_string(cfg.expert_boundary) + ")");
+  if (!(boundary > 0 && boundary < 1))
+    throw CheckpointError("an expert boundary must lie in (0, 1)");
+  cfg.expert_boundary = boundary;
+  DiT grown(cfg);
+  grown->to(base->parameters().front().device());
+  copy_matching_weights(base, grown);
+  DiT expert(grown->low_noise_expert());
+  if (!copy_matching_weights(base, expert).empty())
+    throw CheckpointError("the low-noise expert has weights its base lacks");
+  return grown;
 }
 
 }  // namespace spotlight::models

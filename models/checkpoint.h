@@ -42,4 +42,10 @@ LoadedCheckpoint load_checkpoint(const std::string& path);
 // throws CheckpointError if a shared name has another shape.
 std::vector<std::string> copy_matching_weights(DiT& from, DiT& to);
 
+// `base` with a low-noise expert (DiTConfig::expert_boundary) grown onto it:
+// both experts start as copies of base's weights, so the grown model samples
+// exactly what base does until the expert is trained. Throws CheckpointError
+// if base already has an expert or the boundary is outside (0, 1).
+DiT grow_low_noise_expert(DiT& base, double boundary);
+
 }  // namespace spotlight::models

@@ -21,6 +21,8 @@ void DiTConfig::validate() const {
   if (vocab < 2 || text_len < 1) fail("vocab must be >= 2 and text_len >= 1");
   if (pixel_head < 0 || pixel_features < 0 || (pixel_head > 0 && pixel_features == 0))
     fail("pixel_head and pixel_features must be >= 0, and pixel_features > 0 with a pixel head");
+  if (!(expert_boundary >= 0 && expert_boundary < 1))
+    fail("expert_boundary must lie in [0, 1) (0: no low-noise expert)");
 }
 
 DiTConfig dit_config(const std::string& name) {
@@ -252,6 +254,11 @@ DiTImpl::DiTImpl(DiTConfig cfg) : cfg_(std::move(cfg)) {
         pixel_out_->weight);                    // the head starts as the identity: a model gains it
     torch::nn::init::zeros_(pixel_out_->bias);  // without changing what it draws
   }
+  if (cfg_.expert_boundary > 0) {
+    auto one = cfg_;
+    one.expert_boundary = 0;
+    low_noise_ = register_module("low_noise", std::make_shared<DiTImpl>(one));
+  }
 }
 
 torch::Tensor DiTImpl::patchify(const torch::Tensor& x) const {
@@ -276,6 +283,21 @@ torch::Tensor DiTImpl::timestep_embedding(const torch::Tensor& s) const {
 
 torch::Tensor DiTImpl::forward(const torch::Tensor& x, const torch::Tensor& s, const torch::Tensor& tokens,
                                const SequenceParallel* sp) {
+  if (!low_noise_) return own_velocity(x, s, tokens, sp);
+  TORCH_CHECK(s.dim() == 1 && s.size(0) == x.size(0), "DiT expects one noise level per sample");
+  const auto low = s.lt(cfg_.expert_boundary);
+  const auto n_low = low.sum().item<int64_t>();
+  if (n_low == s.size(0)) return low_noise_->forward(x, s, tokens, sp);
+  if (n_low == 0) return own_velocity(x, s, tokens, sp);
+  // A batch across the boundary (DiffusionNFT trains on a noise level per
+  // sample): each sample takes its own expert's velocity, computed whole, so
+  // a sample's output does not depend on the batch it sits in.
+  return torch::where(low.view({-1, 1, 1, 1}), low_noise_->forward(x, s, tokens, sp),
+                      own_velocity(x, s, tokens, sp));
+}
+
+torch::Tensor DiTImpl::own_velocity(const torch::Tensor& x, const torch::Tensor& s,
+                                    const torch::Tensor& tokens, const SequenceParallel* sp) {
   TORCH_CHECK(x.dim() == 4 && x.size(1) == cfg_.channels && x.size(2) == cfg_.image_size &&
                   x.size(3) == cfg_.image_size,
               "DiT expects [B, ", cfg_.channels, ", ", cfg_.image_size, ", ", cfg_.image_size, "] images, got ",

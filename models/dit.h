@@ -5,6 +5,7 @@
 
 #include <torch/torch.h>
 
+#include <memory>
 #include <string>
 
 #include "models/ulysses.h"
@@ -29,6 +30,13 @@ struct DiTConfig {
   // patch grid; the head sees each pixel's neighbours in the next patches.
   int64_t pixel_head = 0;
   int64_t pixel_features = 8;  // per-pixel features the last layer adds for the head
+  // Two experts, split by noise level as Wan 2.2's denoisers are: below this
+  // noise level a second full set of weights, the low-noise expert, predicts
+  // the velocity (0: one set). The late steps of a rollout draw the fine
+  // detail (here, a blob's outline: the detector's shape call), the early ones
+  // the layout (counts, colours, places); post-training the low-noise expert
+  // alone changes the one and leaves the other as pre-trained.
+  double expert_boundary = 0;
 
   int64_t image_tokens() const { return (image_size / patch) * (image_size / patch); }
   // Throws std::invalid_argument on an inconsistent configuration.
@@ -106,11 +114,16 @@ class DiTImpl : public torch::nn::Module {
 
   const DiTConfig& config() const { return cfg_; }
   int64_t parameter_count() const;
+  // The low-noise expert (expert_boundary > 0), or null.
+  std::shared_ptr<DiTImpl> low_noise_expert() const { return low_noise_; }
 
  private:
   torch::Tensor patchify(const torch::Tensor& x) const;
   torch::Tensor unpatchify(const torch::Tensor& t) const;
   torch::Tensor timestep_embedding(const torch::Tensor& s) const;
+  // forward's velocity from this module's own weights (no expert dispatch).
+  torch::Tensor own_velocity(const torch::Tensor& x, const torch::Tensor& s,
+                             const torch::Tensor& tokens, const SequenceParallel* sp);
   // v + conv(silu(conv([v, features, x]))): the pixel head (pixel_head > 0).
   torch::Tensor refine(const torch::Tensor& v, const torch::Tensor& features,
                        const torch::Tensor& x);
@@ -125,6 +138,7 @@ class DiTImpl : public torch::nn::Module {
   torch::nn::Linear final_mod_{nullptr}, final_out_{nullptr};
   torch::nn::Linear pixel_feat_{nullptr};  // the pixel head's layers
   torch::nn::Conv2d pixel_in_{nullptr}, pixel_out_{nullptr};
+  std::shared_ptr<DiTImpl> low_noise_;  // expert_boundary > 0: the low-noise expert
 };
 TORCH_MODULE(DiT);
 

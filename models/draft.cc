@@ -105,6 +105,9 @@ torch::Tensor shape_loss(const torch::Tensor& images, const std::vector<ShapeTar
   // The pixel loss compares the pixels themselves; the others, their soft snap.
   const bool on_pixels = opts.kind == ShapeLossOptions::Kind::pixel;
   if (!(opts.hold_weight >= 0)) throw std::invalid_argument("shape_loss: the hold's weight must be 0 or more");
+  if (!(opts.bce_weight >= 0) || (opts.bce_weight > 0 && opts.kind != ShapeLossOptions::Kind::mse))
+    throw std::invalid_argument(
+        "shape_loss: the bce weight must be 0 or more, and is added to mse only");
   const auto compared = on_pixels ? clamped_pixels(images, opts.straight_through)
                                   : soft_color_masks(images, opts.temperature, opts.straight_through);
   // The hold compares the pixels themselves, whatever the kind.
@@ -131,13 +134,17 @@ torch::Tensor shape_loss(const torch::Tensor& images, const std::vector<ShapeTar
       per_pixel = box_error;
     } else {
       const auto m = compared[t.image][static_cast<int>(t.color)].slice(0, y0, y1).slice(1, x0, x1);
-      if (opts.kind == ShapeLossOptions::Kind::bce) {
+      auto bce = [&] {
         // Clamped so that log(1 - m) stays finite where float rounds m to 1;
         // the clamp bites only past logits of about 14.
         const auto mc = m.clamp(1e-6, 1 - 1e-6);
-        per_pixel = -(tpl * mc.log() + (1 - tpl) * (1 - mc).log());
+        return -(tpl * mc.log() + (1 - tpl) * (1 - mc).log());
+      };
+      if (opts.kind == ShapeLossOptions::Kind::bce) {
+        per_pixel = bce();
       } else {
         per_pixel = (m - tpl).pow(2);
+        if (opts.bce_weight > 0) per_pixel = per_pixel + opts.bce_weight * bce();
       }
     }
     if (held) per_pixel = per_pixel + opts.hold_weight * tpl * box_error;

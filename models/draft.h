@@ -81,6 +81,11 @@ struct ShapeLossOptions {
   // mse stays the default: it measured best (docs/benchmarks.md, issue 4).
   enum class Kind { mse, bce, pixel };
   Kind kind = Kind::mse;
+  // With Kind::mse: bce_weight times the bce term added to the mse one, per
+  // pixel. mse keeps the blobs but hardly moves the firmly wrong pixels; bce
+  // moves them and erases blobs. A little bce is the interpolation between
+  // the two (0: plain mse).
+  double bce_weight = 0.0;
   // Weight of the one-pixel ring around the box (the box's pixels weigh 1).
   // The ring keeps a blob from widening its box; but the box is the hard
   // detector's, re-found every iteration, so darkening a blob's faint rim

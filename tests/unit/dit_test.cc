@@ -621,6 +621,27 @@ TEST(Draft, BceKeepsAGradientOnPixelsSnappedToTheWrongSide) {
       << "mse " << corner[ShapeLossOptions::Kind::mse] << ", bce " << corner[ShapeLossOptions::Kind::bce];
 }
 
+TEST(Draft, ABceWeightAddsThatMuchOfBceToMse) {
+  auto image = rendered_one(scene::Shape::square, 7);
+  const auto found = detect_one(image);
+  ASSERT_EQ(found.size(), 1u);
+  const auto& d = found[0];
+  const ShapeTarget circle{0, d.color, d.x0, d.y0, d.x1, d.y1, scene::Shape::circle, false};
+  auto loss = [&](ShapeLossOptions::Kind kind, double bce_weight) {
+    ShapeLossOptions o;
+    o.kind = kind;
+    o.bce_weight = bce_weight;
+    return shape_loss(image, {circle}, o).item<double>();
+  };
+  const double mse = loss(ShapeLossOptions::Kind::mse, 0),
+               bce = loss(ShapeLossOptions::Kind::bce, 0);
+  EXPECT_GT(bce, mse);
+  EXPECT_NEAR(loss(ShapeLossOptions::Kind::mse, 0.25), mse + 0.25 * bce, 1e-5 * bce);
+  EXPECT_THROW(loss(ShapeLossOptions::Kind::bce, 0.25), std::invalid_argument)
+      << "it is added to mse only";
+  EXPECT_THROW(loss(ShapeLossOptions::Kind::mse, -1), std::invalid_argument);
+}
+
 namespace {
 
 // The factor l in (0, 1] by which dimming `image` towards black, (image + 1) l
@@ -948,6 +969,44 @@ TEST_P(CheckpointRoundTrip, ReproducesTheModelBitForBit) {
   EXPECT_TRUE(torch::equal(model->forward(x, torch::full({2}, 0.3), tokens),
                            loaded.model->forward(x, torch::full({2}, 0.3), tokens)));
   std::filesystem::remove(path);
+}
+
+TEST(DiT, AGrownLowNoiseExpertStartsAsTheBaseAndThenTakesOnlyTheLowNoiseLevels) {
+  auto base = perturbed_model(6);
+  auto grown = grow_low_noise_expert(base, 0.5);
+  EXPECT_EQ(grown->config().expert_boundary, 0.5);
+  ASSERT_TRUE(grown->low_noise_expert());
+  EXPECT_EQ(grown->parameter_count(), 2 * base->parameter_count());
+  torch::NoGradGuard ng;
+  auto x = torch::randn({4, 3, 16, 16});
+  auto tokens = encode_prompts(some_prompts(4), 12);
+  const auto mixed = torch::tensor({0.9, 0.3, 0.5, 0.1});  // two on each side; 0.5 is the base's
+  EXPECT_TRUE(torch::equal(base->forward(x, mixed, tokens), grown->forward(x, mixed, tokens)))
+      << "a model that gains an expert must draw as before";
+  // Trained (here: moved), the expert changes the velocity below the boundary only.
+  for (auto& p : grown->low_noise_expert()->parameters()) p.add_(0.05 * torch::randn_like(p));
+  const auto v_base = base->forward(x, mixed, tokens), v = grown->forward(x, mixed, tokens);
+  for (int64_t i : {0, 2})
+    EXPECT_TRUE(torch::equal(v[i], v_base[i])) << "sample " << i << " is above the boundary";
+  for (int64_t i : {1, 3})
+    EXPECT_FALSE(torch::equal(v[i], v_base[i])) << "sample " << i << " is below it";
+  // A sample's velocity does not depend on the levels of the batch it sits in.
+  for (int64_t i = 0; i < 4; ++i) {
+    auto one = grown->forward(x.narrow(0, i, 1), mixed.narrow(0, i, 1), tokens.narrow(0, i, 1));
+    EXPECT_TRUE(torch::equal(one[0], v[i])) << "sample " << i;
+  }
+  // The expert travels in the checkpoint; a second one cannot be grown.
+  const auto path = temp_path("spotlight-expert.pt");
+  save_checkpoint(path, grown, {});
+  auto back = load_checkpoint(path).model;
+  std::filesystem::remove(path);
+  EXPECT_EQ(back->config().expert_boundary, 0.5);
+  EXPECT_TRUE(torch::equal(back->forward(x, mixed, tokens), v));
+  EXPECT_THROW(grow_low_noise_expert(back, 0.3), CheckpointError);
+  EXPECT_THROW(grow_low_noise_expert(base, 1.0), CheckpointError);
+  auto bad = test_config();
+  bad.expert_boundary = -0.1;
+  EXPECT_THROW(bad.validate(), std::invalid_argument);
 }
 
 TEST(Checkpoint, MissingOrCorruptFilesGiveAClearError) {

@@ -59,11 +59,12 @@ int main(int argc, char** argv) {
   int train_steps = 0;  // 0: every SDE step of the window
   int explore = 0;      // seeds rolled out per prompt to choose the group from (0: off)
   std::string reward_name = "geneval", objective = "grpo", select = "advantage";
-  int updates = 2, noise_draws = 1, epochs = 1, draft_steps = 2;
+  int updates = 2, noise_draws = 1, epochs = 1, draft_steps = 2, expert_steps = 0;
   double nft_beta = 1.0, old_decay = 0.0, ema_decay = 0.0, reference_weight = 0.0, adv_clip = 1.0;
   bool nft_cfg = false, positive_only = false, keep_best = false, freeze_null = false;
   std::string lr_decay = "none", draft_loss = "mse", draft_targets = "own";
-  double minutes = 30, lr = 2e-4, guidance = -1, soft_width = 1, draft_ring_weight = 1, draft_hold = 0;
+  double minutes = 30, lr = 2e-4, guidance = -1, soft_width = 1, draft_ring_weight = 1, draft_hold = 0,
+         draft_bce_weight = 0;
   bool per_group_std = false, draft_through_clamp = false;
   uint64_t seed = 1;
   models::SamplerOptions sampler;
@@ -117,6 +118,10 @@ int main(int argc, char** argv) {
                  "draft: weight of the pixel ring around each blob's box, whose template is dark (the box's "
                  "pixels weigh 1)")
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--draft-bce-weight", draft_bce_weight,
+                 "draft with --draft-loss mse: add this weight times bce's term to mse's, per pixel, so that the "
+                 "pixels snapped firmly to the wrong side get some of bce's push (models/draft.h; 0: plain mse)")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--draft-hold", draft_hold,
                  "draft: weight of the hold, the pixel loss on the pixels inside each blob's wanted shape, added to "
                  "--draft-loss's, so that a blob's right pixels resist a dimming of the whole blob (models/draft.h; "
@@ -168,6 +173,12 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   app.add_option("--epochs", epochs, "nft: passes over each iteration's rollouts, each in --updates minibatches")
       ->check(CLI::Range(1, 64));
+  app.add_option("--expert-steps", expert_steps,
+                 "grow a low-noise expert onto the checkpoint (a second set of weights, started as a copy) that "
+                 "denoises the last N of spotlight-eval's --eval-steps steps, and train it alone: the earlier "
+                 "steps, which lay out the scene, keep the pre-trained weights (models/dit.h; 0: one set, all "
+                 "trained). A checkpoint that already has an expert trains its expert alone without this option")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--ema", ema_decay,
                  "evaluate and write an exponential moving average of the trained weights with this decay "
                  "(0: the trained weights themselves)")
@@ -244,6 +255,9 @@ int main(int argc, char** argv) {
     draft_opts.loss.straight_through = draft_through_clamp;
     draft_opts.loss.ring_weight = draft_ring_weight;
     draft_opts.loss.hold_weight = draft_hold;
+    draft_opts.loss.bce_weight = draft_bce_weight;
+    if (draft_bce_weight > 0 && (!draft || draft_loss != "mse"))
+      throw std::invalid_argument("--draft-bce-weight belongs to --objective draft with --draft-loss mse");
     draft_opts.loss.kind = draft_loss == "bce"     ? models::ShapeLossOptions::Kind::bce
                            : draft_loss == "pixel" ? models::ShapeLossOptions::Kind::pixel
                                                    : models::ShapeLossOptions::Kind::mse;
@@ -253,6 +267,9 @@ int main(int argc, char** argv) {
       throw std::invalid_argument(
           "--reference-weight anchors the steps before the gradient's: with --draft-steps equal to --eval-steps "
           "there are none");
+    if (expert_steps >= eval.steps)
+      throw std::invalid_argument("--expert-steps must be fewer than the rollout's --eval-steps (" +
+                                  std::to_string(eval.steps) + ")");
     draft_opts.reference_weight = reference_weight;
     draft_opts.targets = draft_targets == "reference"      ? models::DraftOptions::Targets::reference
                          : draft_targets == "own-and-lost" ? models::DraftOptions::Targets::own_and_lost
@@ -260,12 +277,35 @@ int main(int argc, char** argv) {
     const auto dev = spotlight::tools::parse_device(device);
     auto model = ck.model;
     model->to(dev);
+    if (expert_steps > 0) {
+      // The boundary falls midway between the noise levels of the last step
+      // the base keeps and the first the expert takes.
+      const auto sigmas = models::shifted_sigmas(eval.steps, eval.shift);
+      const auto first = size_t(eval.steps - expert_steps);
+      model = models::grow_low_noise_expert(model, 0.5 * (sigmas[first - 1] + sigmas[first]));
+    }
+    // With an expert, only it is trained; the base's weights get no gradient.
+    auto trained = model->parameters();
+    if (auto expert = model->low_noise_expert()) {
+      for (auto& p : model->parameters()) p.set_requires_grad(false);
+      trained = expert->parameters();
+      for (auto& p : trained) p.set_requires_grad(true);
+    }
+    if (model->low_noise_expert() && objective == "grpo") {
+      const auto sigmas = models::shifted_sigmas(sampler.steps, sampler.shift);
+      bool reaches = false;
+      for (int i = sampler.sde_begin; i < sampler.resolved_sde_end(); ++i)
+        reaches = reaches || sigmas[size_t(i)] < model->config().expert_boundary;
+      if (!reaches)
+        throw std::invalid_argument("the SDE window's steps all lie above the low-noise expert's noise levels: "
+                                    "grpo would train nothing (widen --sde-end or raise --expert-steps)");
+    }
     models::DiT ref{nullptr};
     if (grpo.beta > 0 || reference_weight > 0 || draft_opts.targets != models::DraftOptions::Targets::own) {
       ref = models::load_checkpoint(checkpoint).model;
       ref->to(dev);
     }
-    torch::optim::AdamW opt(model->parameters(), torch::optim::AdamWOptions(lr).weight_decay(1e-4));
+    torch::optim::AdamW opt(trained, torch::optim::AdamWOptions(lr).weight_decay(1e-4));
     // nft's old policy: it samples the rollouts and anchors the implicit policies.
     std::optional<models::Ema> old;
     if (nft) old.emplace(model, old_decay);
@@ -302,6 +342,9 @@ int main(int argc, char** argv) {
       std::cerr << draft_opts.steps << " ODE steps, the gradient through the last " << draft_opts.grad_steps;
     else
       std::cerr << sampler.steps << " steps, SDE window [" << sampler.sde_begin << ", " << sampler.resolved_sde_end() << ")";
+    if (model->low_noise_expert())
+      std::cerr << ", only the low-noise expert trained (below noise level "
+                << model->config().expert_boundary << ")";
     std::cerr << ", guidance " << sampler.guidance << ", budget " << minutes << " min\n";
     run_eval(0);
     double rho_sum = 0, rho_group_sum = 0, floor_sum = 0;
