@@ -521,6 +521,31 @@ std::vector<scene::Detection> detect_one(const torch::Tensor& image) {
   return scene::detect(img.data_ptr<float>(), 32);
 }
 
+// A rendered square (seed 7) and its one blob, as the loss's target of any
+// shape: the square that should be a circle of the tests below.
+struct LoneSquare {
+  torch::Tensor image;
+  scene::Detection d;
+  ShapeTarget as(scene::Shape shape) const {
+    return {0, d.color, d.x0, d.y0, d.x1, d.y1, shape, false};
+  }
+};
+LoneSquare lone_square() {
+  auto image = rendered_one(scene::Shape::square, 7);
+  const auto found = detect_one(image);
+  if (found.size() != 1 || found[0].shape != scene::Shape::square)
+    throw std::runtime_error("the rendered square is not found as one square blob");
+  return {image, found[0]};
+}
+
+// The norm over the three channels of the loss's gradient at the box's
+// top-left pixel: a corner the square lights and a circle leaves dark.
+double corner_gradient(const LoneSquare& sq, const ShapeTarget& target, const ShapeLossOptions& o) {
+  auto x = sq.image.clone().requires_grad_(true);
+  shape_loss(x, {target}, o).backward();
+  return x.grad().index({0, torch::indexing::Slice(), sq.d.y0, sq.d.x0}).norm().item<double>();
+}
+
 }  // namespace
 
 TEST(Draft, ARenderedShapeMatchesItsOwnTemplateAndNoOther) {
@@ -598,35 +623,46 @@ TEST(Draft, BceKeepsAGradientOnPixelsSnappedToTheWrongSide) {
   // red (snapped firmly, m ~ 1) where the template wants 0. Under mse their
   // gradient is (m - T) m', and m' ~ 0 there; under bce it stays of order 1.
   // Both losses still rank the blob's own shape first.
-  auto image = rendered_one(scene::Shape::square, 7);
-  const auto found = detect_one(image);
-  ASSERT_EQ(found.size(), 1u);
-  const auto& d = found[0];
-  ASSERT_EQ(d.shape, scene::Shape::square);
+  const auto sq = lone_square();
+  const auto circle = sq.as(scene::Shape::circle), square = sq.as(scene::Shape::square);
   std::map<ShapeLossOptions::Kind, double> corner;
   for (const auto kind : {ShapeLossOptions::Kind::mse, ShapeLossOptions::Kind::bce}) {
     ShapeLossOptions o;
     o.kind = kind;
-    auto x = image.clone().requires_grad_(true);
-    const ShapeTarget circle{0, d.color, d.x0, d.y0, d.x1, d.y1, scene::Shape::circle, false};
-    shape_loss(x, {circle}, o).backward();
-    // The corner pixel's gradient, over the three channels.
-    corner[kind] = x.grad().index({0, torch::indexing::Slice(), d.y0, d.x0}).norm().item<double>();
-    const auto square_loss =
-        shape_loss(image, {{0, d.color, d.x0, d.y0, d.x1, d.y1, scene::Shape::square, false}}, o).item<double>();
-    EXPECT_LT(square_loss, shape_loss(image, {circle}, o).item<double>());
+    corner[kind] = corner_gradient(sq, circle, o);
+    const auto square_loss = shape_loss(sq.image, {square}, o).item<double>();
+    EXPECT_LT(square_loss, shape_loss(sq.image, {circle}, o).item<double>());
     EXPECT_TRUE(std::isfinite(square_loss));
   }
   EXPECT_GT(corner[ShapeLossOptions::Kind::bce], 10 * corner[ShapeLossOptions::Kind::mse])
       << "mse " << corner[ShapeLossOptions::Kind::mse] << ", bce " << corner[ShapeLossOptions::Kind::bce];
 }
 
+TEST(Draft, AWiderSnapLeavesMseAGradientOnPixelsLitOnTheWrongSide) {
+  // The same square that should be a circle. Under mse a corner pixel's
+  // gradient is (m - T) m' with m' = m (1 - m) / t: at the default t = 0.1 a
+  // firmly lit corner has m ~ 1 and hardly moves. A wider snap leaves it
+  // several times the gradient (about 4x at 0.3), and still ranks the
+  // blob's own shape first.
+  const auto sq = lone_square();
+  const auto circle = sq.as(scene::Shape::circle), square = sq.as(scene::Shape::square);
+  std::map<double, double> corner;
+  for (const double t : {0.1, 0.3}) {
+    ShapeLossOptions o;
+    o.temperature = t;
+    corner[t] = corner_gradient(sq, circle, o);
+    EXPECT_LT(shape_loss(sq.image, {square}, o).item<double>(),
+              shape_loss(sq.image, {circle}, o).item<double>())
+        << t;
+  }
+  EXPECT_GT(corner[0.3], 3 * corner[0.1])
+      << "t = 0.1: " << corner[0.1] << ", t = 0.3: " << corner[0.3];
+}
+
 TEST(Draft, ABceWeightAddsThatMuchOfBceToMse) {
-  auto image = rendered_one(scene::Shape::square, 7);
-  const auto found = detect_one(image);
-  ASSERT_EQ(found.size(), 1u);
-  const auto& d = found[0];
-  const ShapeTarget circle{0, d.color, d.x0, d.y0, d.x1, d.y1, scene::Shape::circle, false};
+  const auto sq = lone_square();
+  const auto& image = sq.image;
+  const auto circle = sq.as(scene::Shape::circle);
   auto loss = [&](ShapeLossOptions::Kind kind, double bce_weight) {
     ShapeLossOptions o;
     o.kind = kind;

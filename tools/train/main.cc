@@ -63,8 +63,9 @@ int main(int argc, char** argv) {
   double nft_beta = 1.0, old_decay = 0.0, ema_decay = 0.0, reference_weight = 0.0, adv_clip = 1.0;
   bool nft_cfg = false, positive_only = false, keep_best = false, freeze_null = false;
   std::string lr_decay = "none", draft_loss = "mse", draft_targets = "own";
-  double minutes = 30, lr = 2e-4, guidance = -1, soft_width = 1, draft_ring_weight = 1, draft_hold = 0,
-         draft_bce_weight = 0;
+  double minutes = 30, lr = 2e-4, guidance = -1, soft_width = 1, draft_ring_weight = 1,
+         draft_hold = 0, draft_bce_weight = 0,
+         draft_temperature = models::ShapeLossOptions{}.temperature;
   bool per_group_std = false, draft_through_clamp = false;
   uint64_t seed = 1;
   models::SamplerOptions sampler;
@@ -122,6 +123,11 @@ int main(int argc, char** argv) {
                  "draft with --draft-loss mse: add this weight times bce's term to mse's, per pixel, so that the "
                  "pixels snapped firmly to the wrong side get some of bce's push (models/draft.h; 0: plain mse)")
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--draft-temperature", draft_temperature,
+                 "draft: width t of the soft colour snap's logistics; a wider snap leaves a gradient on "
+                 "pixels lit firmly on the wrong side of a template, which mse hardly moves at the "
+                 "default (models/draft.h; measured no better)")
+      ->check(CLI::PositiveNumber);
   app.add_option("--draft-hold", draft_hold,
                  "draft: weight of the hold, the pixel loss on the pixels inside each blob's wanted shape, added to "
                  "--draft-loss's, so that a blob's right pixels resist a dimming of the whole blob (models/draft.h; "
@@ -216,12 +222,13 @@ int main(int argc, char** argv) {
           "--objective draft rolls out as spotlight-eval does (the ODE, --eval-steps) and trains on its "
           "differentiable stand-in for the detector's shape calls: it takes none of --steps, --noise-level, "
           "--sde-begin, --sde-end, --train-steps, --clip, --beta, --group-std, --explore, --reward, --rank-every");
-    if ((app.count("--draft-steps") || app.count("--draft-loss") || app.count("--draft-ring-weight") ||
-         app.count("--draft-hold") || app.count("--draft-targets") || draft_through_clamp) &&
+    if ((app.count("--draft-steps") || app.count("--draft-loss") ||
+         app.count("--draft-ring-weight") || app.count("--draft-hold") ||
+         app.count("--draft-targets") || app.count("--draft-temperature") || draft_through_clamp) &&
         !draft)
       throw std::invalid_argument(
-          "--draft-steps, --draft-loss, --draft-ring-weight, --draft-hold, --draft-targets and "
-          "--draft-through-clamp belong to --objective draft");
+          "--draft-steps, --draft-loss, --draft-ring-weight, --draft-hold, --draft-targets, "
+          "--draft-temperature and --draft-through-clamp belong to --objective draft");
     if (!nft && (nft_cfg || noise_draws != 1 || positive_only || epochs != 1 || adv_clip != 1.0 ||
                  select != "advantage"))
       throw std::invalid_argument(
@@ -256,6 +263,7 @@ int main(int argc, char** argv) {
     draft_opts.loss.ring_weight = draft_ring_weight;
     draft_opts.loss.hold_weight = draft_hold;
     draft_opts.loss.bce_weight = draft_bce_weight;
+    draft_opts.loss.temperature = draft_temperature;
     if (draft_bce_weight > 0 && (!draft || draft_loss != "mse"))
       throw std::invalid_argument("--draft-bce-weight belongs to --objective draft with --draft-loss mse");
     draft_opts.loss.kind = draft_loss == "bce"     ? models::ShapeLossOptions::Kind::bce
