@@ -15,6 +15,8 @@
 #include <optional>
 #include <random>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "models/checkpoint.h"
 #include "models/draft.h"
@@ -222,13 +224,18 @@ int main(int argc, char** argv) {
           "--objective draft rolls out as spotlight-eval does (the ODE, --eval-steps) and trains on its "
           "differentiable stand-in for the detector's shape calls: it takes none of --steps, --noise-level, "
           "--sde-begin, --sde-end, --train-steps, --clip, --beta, --group-std, --explore, --reward, --rank-every");
-    if ((app.count("--draft-steps") || app.count("--draft-loss") ||
-         app.count("--draft-ring-weight") || app.count("--draft-hold") ||
-         app.count("--draft-targets") || app.count("--draft-temperature") || draft_through_clamp) &&
-        !draft)
-      throw std::invalid_argument(
-          "--draft-steps, --draft-loss, --draft-ring-weight, --draft-hold, --draft-targets, "
-          "--draft-temperature and --draft-through-clamp belong to --objective draft");
+    // One list gives both the check and its message, so a new --draft-*
+    // option is refused elsewhere by adding its name here.
+    const std::vector<std::string> draft_only = {
+        "--draft-steps",   "--draft-loss",        "--draft-ring-weight",  "--draft-hold",
+        "--draft-targets", "--draft-temperature", "--draft-through-clamp"};
+    if (!draft && std::any_of(draft_only.begin(), draft_only.end(),
+                              [&](const auto& o) { return app.count(o) > 0; })) {
+      std::string names;
+      for (size_t i = 0; i < draft_only.size(); ++i)
+        names += (i == 0 ? "" : i + 1 == draft_only.size() ? " and " : ", ") + draft_only[i];
+      throw std::invalid_argument(names + " belong to --objective draft");
+    }
     if (!nft && (nft_cfg || noise_draws != 1 || positive_only || epochs != 1 || adv_clip != 1.0 ||
                  select != "advantage"))
       throw std::invalid_argument(
