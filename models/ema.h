@@ -5,10 +5,21 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <stdexcept>
 
 #include "models/dit.h"
 
 namespace spotlight::models {
+
+// Copies `from`'s parameters into `to`, a model of the same configuration.
+inline void copy_parameters(DiT& from, DiT& to) {
+  torch::NoGradGuard no_grad;
+  auto src = from->parameters();
+  auto dst = to->parameters();
+  if (src.size() != dst.size())
+    throw std::invalid_argument("copy_parameters: the models' configurations differ");
+  for (size_t i = 0; i < src.size(); ++i) dst[i].copy_(src[i]);
+}
 
 class Ema {
  public:
@@ -28,12 +39,7 @@ class Ema {
     for (size_t i = 0; i < src.size(); ++i) dst[i].mul_(d).add_(src[i].detach(), 1.0 - d);
   }
 
-  void copy_from(DiT& model) {
-    torch::NoGradGuard no_grad;
-    auto src = model->parameters();
-    auto dst = shadow_->parameters();
-    for (size_t i = 0; i < src.size(); ++i) dst[i].copy_(src[i]);
-  }
+  void copy_from(DiT& model) { copy_parameters(model, shadow_); }
 
   DiT& model() { return shadow_; }
 

@@ -5,12 +5,15 @@
 // differentiable stand-in for the detector's shape calls, models/draft.h). Logs one JSON line per iteration; evaluates the
 // fixed set with the ODE sampler every --eval-every iterations; optionally
 // measures how stable seed rankings are from one iteration's weights to the next.
+// With --population N it forks N - 1 more trainers that meet at every
+// evaluation and go on from the best of them (tools/train/population.h).
 #include <CLI/CLI.hpp>
 #include <torch/torch.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <iostream>
 #include <optional>
 #include <random>
@@ -20,8 +23,8 @@
 
 #include "models/checkpoint.h"
 #include "models/draft.h"
-#include "models/evaluate.h"
 #include "models/ema.h"
+#include "models/evaluate.h"
 #include "models/flow.h"
 #include "models/grpo.h"
 #include "models/nft.h"
@@ -31,6 +34,7 @@
 #include "models/stats/select.h"
 #include "tools/common/device.h"
 #include "tools/common/omp_env.h"
+#include "tools/train/population.h"
 
 using namespace spotlight;
 using Clock = std::chrono::steady_clock;
@@ -51,6 +55,27 @@ std::vector<T> gather(const std::vector<T>& v, const std::vector<int64_t>& idx) 
   return out;
 }
 
+// A member's state for --population: its trained weights, then its average's.
+void save_state(models::DiT& model, models::DiT* average, const std::string& path) {
+  std::vector<torch::Tensor> state;
+  for (const auto& p : model->parameters()) state.push_back(p.detach());
+  if (average)
+    for (const auto& p : (*average)->parameters()) state.push_back(p.detach());
+  torch::save(state, path);
+}
+
+void load_state(const std::string& path, models::DiT& model, models::DiT* average) {
+  std::vector<torch::Tensor> state;
+  torch::load(state, path);
+  std::vector<torch::Tensor> dst = model->parameters();
+  if (average)
+    for (const auto& p : (*average)->parameters()) dst.push_back(p);
+  if (state.size() != dst.size())
+    throw std::runtime_error("population: " + path + " holds another model's state");
+  torch::NoGradGuard no_grad;
+  for (size_t i = 0; i < dst.size(); ++i) dst[i].copy_(state[i]);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -64,6 +89,9 @@ int main(int argc, char** argv) {
   int updates = 2, noise_draws = 1, epochs = 1, draft_steps = 2, expert_steps = 0;
   double nft_beta = 1.0, old_decay = 0.0, ema_decay = 0.0, reference_weight = 0.0, adv_clip = 1.0;
   bool nft_cfg = false, positive_only = false, keep_best = false, freeze_null = false;
+  int rollback = 0;  // evaluations without a new best before the run returns to it (0: never)
+  double rollback_lr = 0.5;  // the learning rate's factor at each return
+  int population_size = 1;   // trainers that meet at each evaluation (tools/train/population.h)
   std::string lr_decay = "none", draft_loss = "mse", draft_targets = "own";
   double minutes = 30, lr = 2e-4, guidance = -1, soft_width = 1, draft_ring_weight = 1,
          draft_hold = 0, draft_bce_weight = 0,
@@ -203,6 +231,20 @@ int main(int argc, char** argv) {
   app.add_flag("--keep-best", keep_best,
                "evaluate on a held-out validation set (other prompts, other seeds than spotlight-eval's) and "
                "write --out only when its reward improves: the run returns its best weights, not its last");
+  app.add_option("--rollback", rollback,
+                 "with --keep-best: after N evaluations in a row without a new best, return the trained weights (and "
+                 "--ema's average) to the best evaluation's and go on from there with fresh prompts and seeds, the "
+                 "learning rate times --rollback-lr; the budget after a run's peak is spent retrying from the peak "
+                 "instead of drifting down from it (0: never)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--rollback-lr", rollback_lr, "the learning rate's factor at each --rollback")
+      ->check(CLI::Range(1e-9, 1.0));
+  app.add_option("--population", population_size,
+                 "with --keep-best: train N members, one process each (seeds --seed, --seed + 1, ...), that meet at "
+                 "every evaluation, where each goes on from the weights (and --ema's average) of whichever scored "
+                 "best on the validation set; --out gets the best evaluation of any member (tools/train/population.h; "
+                 "1: one trainer)")
+      ->check(CLI::Range(1, 16));
   app.add_option("--eval-seeds", eval.seeds_per_prompt, "seeds per prompt of the run's evaluations")
       ->check(CLI::PositiveNumber);
   app.add_option("--eval-steps", eval.steps, "ODE steps of the evaluation")->check(CLI::PositiveNumber);
@@ -215,6 +257,8 @@ int main(int argc, char** argv) {
   app.add_option("--device", device, "cpu, cuda or cuda:N");
   CLI11_PARSE(app, argc, argv);
 
+  std::optional<spotlight::tools::Population> population;
+  std::string member_tag;  // the log lines' "member" field, with --population
   try {
     const bool nft = objective == "nft", draft = objective == "draft";
     if (draft && (explore > 0 || reward_name != "geneval" || rank_every > 0 || train_steps > 0 || grpo.beta > 0 ||
@@ -257,6 +301,23 @@ int main(int argc, char** argv) {
     if (nft && updates > prompts_per_iter * group)
       throw std::invalid_argument("--updates may not exceed the samples of an iteration (--prompts x --group)");
     sampler.record = !nft && !draft;
+    if (rollback > 0 && !keep_best)
+      throw std::invalid_argument(
+          "--rollback returns to the best validation evaluation: it needs --keep-best");
+    if (app.count("--rollback-lr") > 0 && rollback == 0)
+      throw std::invalid_argument("--rollback-lr belongs to --rollback");
+    if (population_size > 1 && !keep_best)
+      throw std::invalid_argument(
+          "--population's members meet on the validation set: it needs --keep-best");
+    // Fork before LibTorch or OpenBLAS start threads: a forked thread pool
+    // does not come along, and libgomp hangs in the child.
+    const std::string final_out = out;
+    if (population_size > 1) {
+      population.emplace(out + ".population", population_size);
+      seed += uint64_t(population->member());
+      out = out + ".population/member" + std::to_string(population->member()) + ".pt";
+      member_tag = ",\"member\":" + std::to_string(population->member());
+    }
     spotlight::tools::set_cpu_threads(threads);
     auto ck = models::load_checkpoint(checkpoint);
     sampler.guidance = eval.guidance = guidance >= 0 ? guidance : ck.info.guidance;
@@ -329,6 +390,21 @@ int main(int argc, char** argv) {
     std::optional<models::Ema> ema;
     if (ema_decay > 0) ema.emplace(model, ema_decay);
     auto kept = [&]() -> models::DiT& { return ema ? ema->model() : model; };
+    // --rollback's copies of the best evaluation's trained weights and average.
+    models::DiT best_trained{nullptr}, best_average{nullptr};
+    if (rollback > 0) {
+      best_trained = models::DiT(model->config());
+      best_trained->to(dev);
+      if (ema) {
+        best_average = models::DiT(model->config());
+        best_average->to(dev);
+      }
+    }
+    double lr_scale = 1;  // the product of --rollback-lr over the returns so far
+    auto set_lr = [&](double value) {
+      for (auto& g : opt.param_groups())
+        static_cast<torch::optim::AdamWOptions&>(g.options()).lr(value);
+    };
     auto train_gen = at::make_generator<at::CPUGeneratorImpl>(seed + 7);
     scene::PromptGenerator prompt_gen(seed);
     std::mt19937_64 seed_gen(seed * 0x9e3779b97f4a7c15ULL + 1);
@@ -338,16 +414,53 @@ int main(int argc, char** argv) {
     auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - t0).count(); };
     eval.validation = keep_best;
     double best = -1;
-    auto run_eval = [&](int iter) {
+    int best_iter = 0, stale = 0;  // evaluations since the best
+    auto run_eval = [&](int iter, bool last) {
       auto r = models::evaluate(kept(), eval);
-      const bool write = !keep_best || r.reward > best;
+      const bool improved = r.reward > best;
+      const bool write = !keep_best || improved;
       best = std::max(best, r.reward);
-      std::cout << "{\"event\":\"eval\",\"iter\":" << iter << ",\"reward\":" << r.reward << ",\"strict\":" << r.strict
-                << ",\"set\":\"" << (keep_best ? "validation" : "evaluation")
-                << "\",\"written\":" << (write ? "true" : "false") << ",\"elapsed_s\":" << elapsed() << "}"
-                << std::endl;
-      if (write) models::save_checkpoint(out, kept(), {objective, iter, r.reward, sampler.guidance});
-      return r.reward;
+      std::cout << "{\"event\":\"eval\"" << member_tag << ",\"iter\":" << iter
+                << ",\"reward\":" << r.reward << ",\"strict\":" << r.strict << ",\"set\":\""
+                << (keep_best ? "validation" : "evaluation")
+                << "\",\"written\":" << (write ? "true" : "false") << ",\"elapsed_s\":" << elapsed()
+                << "}" << std::endl;
+      if (write)
+        models::save_checkpoint(out, kept(), {objective, iter, r.reward, sampler.guidance});
+      bool returned = false;  // by --rollback, to the best evaluation's weights
+      if (rollback > 0 && improved) {
+        models::copy_parameters(model, best_trained);
+        if (ema) models::copy_parameters(ema->model(), best_average);
+        best_iter = iter;
+        stale = 0;
+      } else if (rollback > 0 && ++stale >= rollback && !last) {
+        // Adam's moments stay: they are running scales of the gradient, not a position.
+        models::copy_parameters(best_trained, model);
+        if (ema) models::copy_parameters(best_average, ema->model());
+        lr_scale *= rollback_lr;
+        if (lr_decay != "cosine") set_lr(lr * lr_scale);
+        stale = 0;
+        returned = true;
+        std::cout << "{\"event\":\"rollback\"" << member_tag << ",\"iter\":" << iter
+                  << ",\"to_iter\":" << best_iter << ",\"best\":" << best
+                  << ",\"lr\":" << lr * lr_scale << ",\"elapsed_s\":" << elapsed() << "}"
+                  << std::endl;
+      }
+      if (population && !last) {
+        // The state the members compare is the one each goes on from.
+        const double reward = returned ? best : r.reward;
+        const int me = population->member();
+        save_state(model, ema ? &ema->model() : nullptr, population->state_path(me, iter));
+        const auto top = population->meet(iter, reward);
+        if (top.member != me) {
+          load_state(population->state_path(top.member, iter), model,
+                     ema ? &ema->model() : nullptr);
+          std::cout << "{\"event\":\"exploit\"" << member_tag << ",\"iter\":" << iter
+                    << ",\"own\":" << reward << ",\"from\":" << top.member
+                    << ",\"reward\":" << top.reward << ",\"elapsed_s\":" << elapsed() << "}"
+                    << std::endl;
+        }
+      }
     };
     std::cerr << "spotlight-train: " << objective << ", " << model->config().name << " DiT from " << checkpoint
               << ", " << prompts_per_iter
@@ -361,7 +474,7 @@ int main(int argc, char** argv) {
       std::cerr << ", only the low-noise expert trained (below noise level "
                 << model->config().expert_boundary << ")";
     std::cerr << ", guidance " << sampler.guidance << ", budget " << minutes << " min\n";
-    run_eval(0);
+    run_eval(0, false);
     double rho_sum = 0, rho_group_sum = 0, floor_sum = 0;
     int rho_n = 0;
     int iter = 0;
@@ -371,8 +484,7 @@ int main(int argc, char** argv) {
         // Progress by the budget that ends the run first: wall time or iterations.
         const double progress =
             std::min(1.0, std::max(elapsed() / (minutes * 60), double(iter - 1) / double(iterations)));
-        for (auto& g : opt.param_groups())
-          static_cast<torch::optim::AdamWOptions&>(g.options()).lr(lr * 0.5 * (1 + std::cos(M_PI * progress)));
+        set_lr(lr * lr_scale * 0.5 * (1 + std::cos(M_PI * progress)));
       }
       // Seeds rolled out per prompt: the group itself, or the candidates it is chosen from.
       const int rolled = explore > 0 ? explore : group;
@@ -392,15 +504,16 @@ int main(int argc, char** argv) {
         const auto st = models::draft_step(model, opt, prompts, tokens, seeds, draft_opts, ref ? &ref : nullptr);
         if (ema) ema->update(model);
         const auto rewards = models::rewards_tensor(st.scores);
-        std::cout << "{\"event\":\"iter\",\"iter\":" << iter << ",\"reward_mean\":" << rewards.mean().item<double>()
+        std::cout << "{\"event\":\"iter\"" << member_tag << ",\"iter\":" << iter
+                  << ",\"reward_mean\":" << rewards.mean().item<double>()
                   << ",\"reward_std\":" << rewards.std(false).item<double>()
                   << ",\"best_of_group\":" << models::best_of_group_mean(rewards, group)
                   << ",\"loss\":" << st.loss.loss << ",\"blobs\":" << st.loss.targets
-                  << ",\"called_right\":" << st.loss.called_right << ",\"reference_mse\":" << st.reference_mse
-                  << ",\"grad_norm\":" << st.grad_norm
+                  << ",\"called_right\":" << st.loss.called_right
+                  << ",\"reference_mse\":" << st.reference_mse << ",\"grad_norm\":" << st.grad_norm
                   << ",\"step_s\":" << std::chrono::duration<double>(Clock::now() - r0).count()
                   << ",\"elapsed_s\":" << elapsed() << "}" << std::endl;
-        if (iter % eval_every == 0) run_eval(iter);
+        if (iter % eval_every == 0) run_eval(iter, iter >= iterations);
         continue;
       }
       auto roll = models::sample(nft ? old->model() : model, tokens, seeds, sampler);
@@ -508,8 +621,8 @@ int main(int argc, char** argv) {
                << ",\"max_ratio_deviation\":" << sum.max_ratio_deviation;
       }
       if (ema) ema->update(model);
-      std::cout << "{\"event\":\"iter\",\"iter\":" << iter << ",\"reward_mean\":" << rolled_mean
-                << ",\"reward_std\":" << rolled_std
+      std::cout << "{\"event\":\"iter\"" << member_tag << ",\"iter\":" << iter
+                << ",\"reward_mean\":" << rolled_mean << ",\"reward_std\":" << rolled_std
                 << ",\"zero_std_fraction\":" << models::zero_std_fraction(rewards, group)
                 << ",\"best_of_group\":" << best_of_rolled << fields.str()
                 << ",\"grad_norm\":" << grad_norm << ",\"rollout_s\":" << rollout_s
@@ -538,16 +651,35 @@ int main(int argc, char** argv) {
                   << ",\"spearman_within_prompt\":" << rho_group << ",\"groups\":" << groups
                   << ",\"spearman_floor\":" << floor << "}" << std::endl;
       }
-      if (iter % eval_every == 0) run_eval(iter);
+      if (iter % eval_every == 0) run_eval(iter, iter >= iterations);
     }
-    if (iter % eval_every != 0) run_eval(iter);
+    if (iter % eval_every != 0) run_eval(iter, true);
     if (rho_n > 0)
       std::cout << "{\"event\":\"rank_summary\",\"measurements\":" << rho_n << ",\"spearman\":" << rho_sum / rho_n
                 << ",\"spearman_within_prompt\":" << rho_group_sum / rho_n << ",\"spearman_floor\":" << floor_sum / rho_n
                 << "}" << std::endl;
-    std::cerr << "spotlight-train: " << iter << " iterations in " << elapsed() << " s, wrote " << out << "\n";
+    std::cerr << "spotlight-train"
+              << (population ? " member " + std::to_string(population->member()) : "") << ": "
+              << iter << " iterations in " << elapsed() << " s, wrote " << out << "\n";
+    if (population) {
+      population->finish(best, out);
+      if (population->member() != 0) return 0;
+      const auto o = population->gather();
+      if (!o)
+        throw std::runtime_error("a member of the population failed (its messages are above)");
+      std::filesystem::copy_file(o->kept_path, final_out,
+                                 std::filesystem::copy_options::overwrite_existing);
+      std::filesystem::remove_all(final_out + ".population");
+      std::cout << "{\"event\":\"population\",\"members\":" << population_size
+                << ",\"kept_member\":" << o->member << ",\"reward\":" << o->reward << "}"
+                << std::endl;
+      std::cerr << "spotlight-train: the population's best, member " << o->member
+                << "'s (validation " << o->reward << "), is at " << final_out << "\n";
+    }
   } catch (const std::exception& e) {
-    std::cerr << "spotlight-train: " << e.what() << "\n";
+    std::cerr << "spotlight-train"
+              << (population ? " member " + std::to_string(population->member()) : "") << ": "
+              << e.what() << "\n";
     return 1;
   }
   return 0;
