@@ -56,20 +56,23 @@ std::vector<T> gather(const std::vector<T>& v, const std::vector<int64_t>& idx) 
 }
 
 // A member's state for --population: its trained weights, then its average's.
+std::vector<torch::Tensor> member_state(models::DiT& model, models::DiT* average) {
+  std::vector<torch::Tensor> state = model->parameters();
+  if (average)
+    for (const auto& p : (*average)->parameters()) state.push_back(p);
+  return state;
+}
+
 void save_state(models::DiT& model, models::DiT* average, const std::string& path) {
   std::vector<torch::Tensor> state;
-  for (const auto& p : model->parameters()) state.push_back(p.detach());
-  if (average)
-    for (const auto& p : (*average)->parameters()) state.push_back(p.detach());
+  for (const auto& p : member_state(model, average)) state.push_back(p.detach());
   torch::save(state, path);
 }
 
 void load_state(const std::string& path, models::DiT& model, models::DiT* average) {
   std::vector<torch::Tensor> state;
   torch::load(state, path);
-  std::vector<torch::Tensor> dst = model->parameters();
-  if (average)
-    for (const auto& p : (*average)->parameters()) dst.push_back(p);
+  auto dst = member_state(model, average);
   if (state.size() != dst.size())
     throw std::runtime_error("population: " + path + " holds another model's state");
   torch::NoGradGuard no_grad;
@@ -315,7 +318,7 @@ int main(int argc, char** argv) {
     if (population_size > 1) {
       population.emplace(out + ".population", population_size);
       seed += uint64_t(population->member());
-      out = out + ".population/member" + std::to_string(population->member()) + ".pt";
+      out = population->dir() + "/member" + std::to_string(population->member()) + ".pt";
       member_tag = ",\"member\":" + std::to_string(population->member());
     }
     spotlight::tools::set_cpu_threads(threads);
@@ -669,7 +672,7 @@ int main(int argc, char** argv) {
         throw std::runtime_error("a member of the population failed (its messages are above)");
       std::filesystem::copy_file(o->kept_path, final_out,
                                  std::filesystem::copy_options::overwrite_existing);
-      std::filesystem::remove_all(final_out + ".population");
+      std::filesystem::remove_all(population->dir());
       std::cout << "{\"event\":\"population\",\"members\":" << population_size
                 << ",\"kept_member\":" << o->member << ",\"reward\":" << o->reward << "}"
                 << std::endl;

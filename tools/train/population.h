@@ -36,6 +36,7 @@ class Population {
   Population& operator=(const Population&) = delete;
 
   int member() const { return member_; }
+  const std::string& dir() const { return dir_; }
   int size() const { return size_; }
 
   // Where this member writes its state for `iter`, and where member k's is.
