@@ -20,9 +20,11 @@ std::vector<ShapeTarget> shape_targets(const std::vector<scene::Prompt>& prompts
     const auto found = scene::detect(chw, size);
     if (scores) scores->push_back(scene::score(prompts[i], found));
     const auto best = scene::best_shapes(prompts[i], found);
+    const auto extras = scene::extra_blobs(prompts[i], best);
     for (size_t k = 0; k < std::min(found.size(), scene::kMaxAssignedBlobs); ++k) {
       const auto& d = found[k];
-      out.push_back({int64_t(i), d.color, d.x0, d.y0, d.x1, d.y1, best[k].shape, best[k].shape == d.shape});
+      const bool extra = std::binary_search(extras.begin(), extras.end(), int(k));
+      out.push_back({int64_t(i), d.color, d.x0, d.y0, d.x1, d.y1, best[k].shape, best[k].shape == d.shape, extra});
     }
   });
   return out;
@@ -120,7 +122,9 @@ torch::Tensor shape_loss(const torch::Tensor& images, const std::vector<ShapeTar
     if (t.x1 <= t.x0 || t.y1 <= t.y0 || t.x0 < 0 || t.y0 < 0 || t.x1 > W || t.y1 > H || t.image < 0 ||
         t.image >= compared.size(0))
       throw std::invalid_argument("shape_loss: a target's box lies outside the image");
-    auto tpl = shape_template(t.shape, t.x1 - t.x0, t.y1 - t.y0).to(compared.device());
+    auto tpl = opts.erase_extras && t.extra ? torch::zeros({t.y1 - t.y0 + 2, t.x1 - t.x0 + 2})
+                                            : shape_template(t.shape, t.x1 - t.x0, t.y1 - t.y0);
+    tpl = tpl.to(compared.device());
     // The box and its ring, clipped to the image.
     const int64_t y0 = std::max<int64_t>(t.y0 - 1, 0), y1 = std::min<int64_t>(t.y1 + 1, H);
     const int64_t x0 = std::max<int64_t>(t.x0 - 1, 0), x1 = std::min<int64_t>(t.x1 + 1, W);
@@ -160,7 +164,7 @@ torch::Tensor shape_loss(const torch::Tensor& images, const std::vector<ShapeTar
   if (stats) {
     stats->loss = loss.item<double>();
     stats->targets = int(targets.size());
-    for (const auto& t : targets) stats->called_right += t.called_right;
+    for (const auto& t : targets) stats->called_right += t.called_right, stats->extras += t.extra;
   }
   return loss;
 }
@@ -197,12 +201,38 @@ torch::Tensor sample_with_grad_tail(DiT& model, const torch::Tensor& tokens, con
   return x;
 }
 
+PtxBatch make_ptx_batch(const DiTConfig& config, scene::PromptGenerator& prompts, uint64_t& image_seed, int batch,
+                        double cond_drop, torch::Generator gen) {
+  if (batch < 1) throw std::invalid_argument("make_ptx_batch: the batch must hold at least one scene");
+  if (!(cond_drop >= 0 && cond_drop < 1)) throw std::invalid_argument("make_ptx_batch: cond_drop must lie in [0, 1)");
+  std::vector<scene::Prompt> ps;
+  std::vector<uint64_t> seeds;
+  for (int i = 0; i < batch; ++i) {
+    ps.push_back(prompts.next());
+    seeds.push_back(image_seed++);
+  }
+  PtxBatch b;
+  b.x0 = render_batch(ps, seeds, int(config.image_size));
+  b.tokens = encode_prompts(ps, config.text_len);
+  if (cond_drop > 0) b.tokens = b.tokens * torch::rand({batch, 1}, gen).ge(cond_drop).to(torch::kInt64);
+  b.eps = torch::randn(b.x0.sizes(), gen);
+  b.sigmas = sample_training_sigmas(batch, 1.0, gen);
+  return b;
+}
+
+torch::Tensor ptx_loss(DiT& model, const PtxBatch& b) {
+  const auto dev = model->parameters().front().device();
+  const auto x0 = b.x0.to(dev), eps = b.eps.to(dev), s = b.sigmas.to(dev);
+  return flow_matching_loss(model->forward(interpolate(x0, eps, s), s, b.tokens.to(dev)), x0, eps);
+}
+
 DraftStepStats draft_step(DiT& model, torch::optim::Optimizer& opt, const std::vector<scene::Prompt>& prompts,
                           const torch::Tensor& tokens, const std::vector<uint64_t>& seeds, const DraftOptions& opts,
-                          DiT* reference) {
+                          DiT* reference, const PtxBatch* ptx) {
   DraftStepStats out;
   if (opts.targets != DraftOptions::Targets::own && !reference)
     throw std::invalid_argument("draft_step: reference targets need the reference model");
+  if (opts.ptx_weight > 0 && !ptx) throw std::invalid_argument("draft_step: the pre-training mix needs its batch");
   const bool anchored = reference && opts.reference_weight > 0 && opts.grad_steps < opts.steps;
   EarlyLatent early;
   if (anchored) {
@@ -219,6 +249,7 @@ DraftStepStats draft_step(DiT& model, torch::optim::Optimizer& opt, const std::v
   const int own_blobs = int(targets.size());
   const int own_right =
       int(std::count_if(targets.begin(), targets.end(), [](const auto& t) { return t.called_right; }));
+  const int own_extras = int(std::count_if(targets.begin(), targets.end(), [](const auto& t) { return t.extra; }));
   if (opts.targets != DraftOptions::Targets::own) {
     torch::NoGradGuard no_grad;
     const auto ref_images =
@@ -235,6 +266,7 @@ DraftStepStats draft_step(DiT& model, torch::optim::Optimizer& opt, const std::v
   auto loss = shape_loss(images, targets, opts.loss, &out.loss);
   out.loss.targets = own_blobs;
   out.loss.called_right = own_right;
+  out.loss.extras = own_extras;
   if (anchored) {
     const auto s = torch::full({early.x.size(0)}, early.sigma, early.x.options());
     const auto mse = reference_mse(guided_velocity(model, early.x, s, tokens, opts.guidance), *reference, early.x, s,
@@ -242,6 +274,11 @@ DraftStepStats draft_step(DiT& model, torch::optim::Optimizer& opt, const std::v
     out.reference_mse = mse.item<double>();
     out.anchored_step = early.step;
     loss = loss + opts.reference_weight * mse;
+  }
+  if (opts.ptx_weight > 0) {
+    const auto fm = ptx_loss(model, *ptx);
+    out.ptx_loss = fm.item<double>();
+    loss = loss + opts.ptx_weight * fm;
   }
   loss.backward();
   out.grad_norm = double(torch::nn::utils::clip_grad_norm_(model->parameters(), opts.max_grad_norm));

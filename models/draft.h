@@ -46,11 +46,14 @@ struct ShapeTarget {
   int x0 = 0, y0 = 0, x1 = 0, y1 = 0;  // the detector's box, one past the last pixel
   scene::Shape shape = scene::Shape::square;  // wanted
   bool called_right = false;                  // the detector already calls it so
+  // The image scores no worse without it (scene::extra_blobs on the wanted
+  // shapes): with ShapeLossOptions::erase_extras its template is all dark.
+  bool extra = false;
 };
 
 // The blobs of each image [B, 3, S, S] and the shapes that would score its
 // prompt best (scene::best_shapes; blobs past its first kMaxAssignedBlobs are
-// left out). With `scores`, also each image's mini-GenEval score
+// left out), each marked extra where scene::extra_blobs says so. With `scores`, also each image's mini-GenEval score
 // (score_batch's), from the same detection.
 std::vector<ShapeTarget> shape_targets(const std::vector<scene::Prompt>& prompts, const torch::Tensor& images,
                                        std::vector<scene::Score>* scores = nullptr);
@@ -116,12 +119,18 @@ struct ShapeLossOptions {
   // brightness or on the soft snap alone (temporary patches) did no better.
   // 0: off (it costs nothing then).
   double hold_weight = 0.0;
+  // Extra blobs (ShapeTarget::extra) are compared with an all-dark template:
+  // their box and ring should go out. Without it an extra blob is shaped
+  // into whatever best_shapes parked it on, a shape the prompt does not ask
+  // for, and nothing pushes back when blobs multiply.
+  bool erase_extras = false;
 };
 
 struct ShapeLossStats {
   double loss = 0;
   int targets = 0;       // blobs in the batch
   int called_right = 0;  // of them, called the wanted shape already
+  int extras = 0;        // of them, extra (whether or not they are erased)
 };
 
 // The soft snap of every pixel to every palette colour: [B, 6, S, S] in (0, 1).
@@ -188,7 +197,29 @@ struct DraftOptions {
   // lit pixels at m ~ 0 seem to outweigh the reshaping in the clipped step.
   enum class Targets { own, reference, own_and_lost };
   Targets targets = Targets::own;
+  // The pre-training mix (PPO-ptx, Ouyang et al. 2022): ptx_weight times the
+  // flow-matching loss on a batch of freshly rendered scenes (PtxBatch) is
+  // added to the step's loss. Why: every DRaFT run peaks and then loses its
+  // counts and colours, and the anchor to the starting weights held the
+  // shapes back with them (the shapes are learnt through the layout steps
+  // too). The rendered scenes hold the model to the data instead, whose
+  // shapes are the renderer's own, so the mix pulls the same way as the
+  // shape loss where they meet. The prompt dropout of the batch keeps the
+  // unconditional branch, which guidance leans on, trained as well.
+  double ptx_weight = 0;
 };
+
+// Rendered scenes for the pre-training mix: x0 [B, 3, S, S] with their
+// prompts' tokens (a cond_drop share of them the null prompt, as in
+// pre-training), noise and noise levels.
+struct PtxBatch {
+  torch::Tensor x0, tokens, eps, sigmas;
+};
+PtxBatch make_ptx_batch(const DiTConfig& config, scene::PromptGenerator& prompts, uint64_t& image_seed, int batch,
+                        double cond_drop, torch::Generator gen);
+
+// The flow-matching loss of the model on the batch (spotlight-pretrain's).
+torch::Tensor ptx_loss(DiT& model, const PtxBatch& batch);
 
 // The blobs of `reference` that `own` no longer draws: those with no blob of
 // the same image and colour whose box overlaps theirs.
@@ -200,6 +231,7 @@ struct DraftStepStats {
   double reference_mse = 0;  // |v - v_ref|^2 at the anchored step (0 without an anchor)
   int anchored_step = -1;
   double grad_norm = 0;  // before clipping
+  double ptx_loss = 0;   // the pre-training mix's flow-matching loss (0 without it)
 };
 
 // One DRaFT-K step: roll out (prompt, seed) rows with the graph of the last K
@@ -209,9 +241,10 @@ struct DraftStepStats {
 // opts.targets other than own, the loss's blobs come (in part) from the
 // reference's rollout (throws std::invalid_argument without a reference);
 // the stats' blob counts stay the trained images' own, so that a log shows
-// blobs lost.
+// blobs lost. With opts.ptx_weight > 0, `ptx` is the pre-training mix's batch
+// (throws std::invalid_argument without one).
 DraftStepStats draft_step(DiT& model, torch::optim::Optimizer& opt, const std::vector<scene::Prompt>& prompts,
                           const torch::Tensor& tokens, const std::vector<uint64_t>& seeds, const DraftOptions& opts,
-                          DiT* reference = nullptr);
+                          DiT* reference = nullptr, const PtxBatch* ptx = nullptr);
 
 }  // namespace spotlight::models

@@ -108,6 +108,34 @@ std::vector<Detection> best_shapes(const Prompt& p, const std::vector<Detection>
   return best;
 }
 
+std::vector<int> extra_blobs(const Prompt& p, const std::vector<Detection>& assigned) {
+  std::vector<int> kept(assigned.size()), extras;
+  for (size_t i = 0; i < kept.size(); ++i) kept[i] = int(i);
+  auto score_of = [&](const std::vector<int>& which) {
+    std::vector<Detection> d;
+    d.reserve(which.size());
+    for (int i : which) d.push_back(assigned[size_t(i)]);
+    return score(p, d).reward;
+  };
+  double current = score_of(kept);
+  while (!kept.empty()) {
+    size_t best = 0;
+    double best_reward = -1e300;
+    for (size_t k = 0; k < kept.size(); ++k) {
+      auto without = kept;
+      without.erase(without.begin() + long(k));
+      const double r = score_of(without);
+      if (r > best_reward) best_reward = r, best = k;
+    }
+    if (best_reward < current) break;
+    current = best_reward;
+    extras.push_back(kept[best]);
+    kept.erase(kept.begin() + long(best));
+  }
+  std::sort(extras.begin(), extras.end());
+  return extras;
+}
+
 double best_reward_over_shapes(const Prompt& p, const std::vector<Detection>& found) {
   return score(p, best_shapes(p, found)).reward;
 }

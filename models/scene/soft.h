@@ -46,4 +46,14 @@ double best_reward_over_shapes(const Prompt& p, const std::vector<Detection>& fo
 // shape does not matter keeps the detector's call.
 std::vector<Detection> best_shapes(const Prompt& p, const std::vector<Detection>& found);
 
+// The blobs the image would score no worse without, shapes as given (call it
+// on best_shapes's assignment): indices into `assigned`, ascending. Removed
+// greedily, each round the blob whose removal scores best, while that scores
+// at least what keeping it does. A blob that best_shapes parked on a shape the
+// prompt does not ask for scores nothing and goes; so does one past a
+// clause's count when every shape is asked for. Why: under best_shapes alone
+// an extra blob is trained into a shape nobody asked for, never away, and the
+// DRaFT runs lose their counts as the blobs multiply (models/draft.h).
+std::vector<int> extra_blobs(const Prompt& p, const std::vector<Detection>& assigned);
+
 }  // namespace spotlight::scene

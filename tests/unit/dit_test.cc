@@ -503,17 +503,28 @@ TEST(Training, NftReferenceTermAddsTheVelocitysDistanceFromTheReference) {
 
 namespace {
 
-// A rendered "a red <shape>" at 32 px, as a [1, 3, 32, 32] image.
-torch::Tensor rendered_one(scene::Shape shape, uint64_t seed) {
+// "<count> red <shape>s", with its text.
+scene::Prompt red(scene::Shape shape, int count = 1) {
   scene::Clause c;
   c.shape = shape;
   c.color = scene::Color::red;
+  c.count = count;
   scene::Prompt p;
-  p.tag = scene::Tag::colors;
+  p.tag = count == 1 ? scene::Tag::colors : scene::Tag::counting;
   p.include = {c};
   p.text = scene::prompt_text(p.tag, p.include);
+  return p;
+}
+
+// A rendered prompt at 32 px, as a [1, 3, 32, 32] image.
+torch::Tensor rendered(const scene::Prompt& p, uint64_t seed) {
   auto img = scene::render(p, seed, 32);
   return torch::from_blob(img.data(), {1, 3, 32, 32}, torch::kFloat32).clone();
+}
+
+// A rendered "a red <shape>".
+torch::Tensor rendered_one(scene::Shape shape, uint64_t seed) {
+  return rendered(red(shape), seed);
 }
 
 std::vector<scene::Detection> detect_one(const torch::Tensor& image) {
@@ -789,12 +800,7 @@ TEST(Draft, SaturatedPixelsGetAGradientOnlyStraightThroughTheClamp) {
 TEST(Draft, ShapeTargetsWantTheShapesThatScoreBest) {
   // "a red square" drawn as a circle: its one blob should be a square.
   auto image = rendered_one(scene::Shape::circle, 7);
-  scene::Clause c;
-  c.shape = scene::Shape::square;
-  c.color = scene::Color::red;
-  scene::Prompt p;
-  p.tag = scene::Tag::colors;
-  p.include = {c};
+  const auto p = red(scene::Shape::square);
   std::vector<scene::Score> scores;
   const auto targets = shape_targets({p}, image, &scores);
   ASSERT_EQ(targets.size(), 1u);
@@ -806,6 +812,42 @@ TEST(Draft, ShapeTargetsWantTheShapesThatScoreBest) {
   EXPECT_GT(shape_loss(image, targets, {}, &st).item<double>(), 0.0);
   EXPECT_EQ(st.targets, 1);
   EXPECT_EQ(st.called_right, 0);
+}
+
+TEST(Draft, AnExtraBlobGetsADarkTemplateAndItsGradientErasesIt) {
+  // Two red circles rendered, "a red circle" asked: one circle is extra.
+  auto image = rendered(red(scene::Shape::circle, 2), 5).requires_grad_(true);
+  const auto asked = red(scene::Shape::circle);
+  auto targets = shape_targets({asked}, image);
+  ASSERT_EQ(targets.size(), 2u);
+  ASSERT_EQ(targets[0].extra + targets[1].extra, 1);
+  const auto& extra = targets[0].extra ? targets[0] : targets[1];
+  EXPECT_NE(extra.shape, scene::Shape::circle) << "best_shapes parked it on a shape nobody asked for";
+  // Without erasing, it is shaped into that shape; with it, its whole box and
+  // ring are compared with dark.
+  ShapeLossOptions erase;
+  erase.erase_extras = true;
+  ShapeLossStats st;
+  const double dark = shape_loss(image, {extra}, erase, &st).item<double>();
+  EXPECT_EQ(st.extras, 1);
+  const auto m = soft_color_masks(image, erase.temperature)[0][int(scene::Color::red)]
+                     .slice(0, extra.y0 - 1, extra.y1 + 1)
+                     .slice(1, extra.x0 - 1, extra.x1 + 1);
+  EXPECT_NEAR(dark, m.pow(2).mean().item<double>(), 1e-6);
+  EXPECT_NE(dark, shape_loss(image, {extra}, {}).item<double>());
+  // Descending the loss on the pixels erases the extra circle and keeps the
+  // other: the detector then finds one red circle, which scores full marks.
+  torch::optim::Adam opt({image}, torch::optim::AdamOptions(0.02));
+  for (int step = 0; step < 400 && targets.size() > 1; ++step) {
+    opt.zero_grad();
+    shape_loss(image, targets, erase).backward();
+    opt.step();
+    targets = shape_targets({asked}, image);
+  }
+  const auto found = detect_one(image);
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].shape, scene::Shape::circle);
+  EXPECT_EQ(score_batch({asked}, image.detach())[0].reward, 1.0);
 }
 
 TEST(Draft, TheGradTailRollsOutWhatTheSamplerDoesAndReachesTheWeights) {
@@ -954,6 +996,72 @@ TEST(Draft, ReferenceTargetsAreTheReferencesBlobsAndTheLogKeepsTheOwn) {
   EXPECT_NEAR(st_both.loss.loss, expected_both, 1e-4 * std::abs(expected_both));
   EXPECT_EQ(st_both.loss.targets, int(own.size()));
   EXPECT_THROW(draft_step(trained, sgd, prompts, tokens, seeds, opts), std::invalid_argument);
+}
+
+TEST(Draft, ThePretrainingMixAddsItsWeightTimesTheFlowMatchingLossOnRenderedScenes) {
+  const std::string path = std::string(SPOTLIGHT_SOURCE_DIR) + "/models/checkpoints/tiny.pt";
+  auto shipped = load_checkpoint(path);
+  auto model = shipped.model;
+  const auto& cfg = model->config();
+  // The batch: rendered scenes (as render_batch draws them), a share of them
+  // with the null prompt, and the same batch again from the same generators.
+  auto make = [&](double drop) {
+    scene::PromptGenerator prompts(4);
+    uint64_t image_seed = 50;
+    auto gen = at::make_generator<at::CPUGeneratorImpl>(9);
+    auto b = make_ptx_batch(cfg, prompts, image_seed, 32, drop, gen);
+    EXPECT_EQ(image_seed, 82u) << "one image seed per scene";
+    return b;
+  };
+  const auto b = make(0.5);
+  ASSERT_EQ(b.x0.sizes(), (std::vector<int64_t>{32, 3, cfg.image_size, cfg.image_size}));
+  EXPECT_TRUE(torch::equal(b.x0, make(0.5).x0));
+  EXPECT_TRUE(torch::equal(b.tokens, make(0.5).tokens));
+  const auto null_rows = b.tokens.abs().sum(1).eq(0).sum().item<int64_t>();
+  EXPECT_GT(null_rows, 0);
+  EXPECT_LT(null_rows, 32);
+  EXPECT_EQ(make(0.0).tokens.abs().sum(1).eq(0).sum().item<int64_t>(), 0) << "no dropout, no null prompts";
+  {
+    scene::PromptGenerator prompts(4);
+    std::vector<scene::Prompt> ps;
+    std::vector<uint64_t> seeds;
+    for (int i = 0; i < 32; ++i) ps.push_back(prompts.next()), seeds.push_back(uint64_t(50 + i));
+    EXPECT_TRUE(torch::equal(b.x0, render_batch(ps, seeds, int(cfg.image_size))));
+  }
+  // The loss is spotlight-pretrain's flow-matching loss on that batch.
+  double before = 0;
+  {
+    torch::NoGradGuard ng;
+    before = ptx_loss(model, b).item<double>();
+    const auto by_hand =
+        flow_matching_loss(model->forward(interpolate(b.x0, b.eps, b.sigmas), b.sigmas, b.tokens), b.x0, b.eps);
+    EXPECT_DOUBLE_EQ(before, by_hand.item<double>());
+  }
+  // draft_step adds it with its weight: the log reads it before the step, and
+  // with the mix dominating, the step lowers it.
+  const auto prompts = some_prompts(4, 21);
+  auto tokens = encode_prompts(prompts, cfg.text_len);
+  const std::vector<uint64_t> seeds = {5, 6, 7, 8};
+  DraftOptions opts;
+  opts.steps = 12;
+  opts.grad_steps = 2;
+  opts.guidance = shipped.info.guidance;
+  opts.ptx_weight = 1e4;
+  torch::optim::SGD frozen(model->parameters(), torch::optim::SGDOptions(0.0));
+  EXPECT_THROW(draft_step(model, frozen, prompts, tokens, seeds, opts), std::invalid_argument)
+      << "the mix needs its batch";
+  // Plain gradient descent, a short step along the clipped gradient (Adam's
+  // first step moves every weight by its learning rate, too far to lower any loss).
+  torch::optim::SGD sgd(model->parameters(), torch::optim::SGDOptions(1e-2));
+  const auto st = draft_step(model, sgd, prompts, tokens, seeds, opts, nullptr, &b);
+  EXPECT_NEAR(st.ptx_loss, before, 1e-5 * before);
+  torch::NoGradGuard ng;
+  EXPECT_LT(ptx_loss(model, b).item<double>(), before);
+  scene::PromptGenerator any_prompts(1);
+  uint64_t any_seed = 0;
+  EXPECT_THROW(make_ptx_batch(cfg, any_prompts, any_seed, 4, 1.0, at::make_generator<at::CPUGeneratorImpl>(1)),
+               std::invalid_argument)
+      << "a dropout of 1 leaves no prompt";
 }
 
 TEST(Draft, LostBlobsAreTheReferencesThatNoOwnBlobOfTheirColourOverlaps) {

@@ -121,6 +121,19 @@ TEST(SoftShapes, SamplingAgreesWithEnumeration) {
   EXPECT_EQ(expected_reward(p, found), expected_reward(p, found));
 }
 
+// "a red square" over a red circle and a blue triangle.
+struct SquareAsked {
+  Prompt p;
+  std::vector<Detection> found;
+};
+SquareAsked red_square_over_circle_and_triangle() {
+  SquareAsked out{one(Shape::square), {blob(Shape::circle, 0.75f, 0.5f, 0), blob(Shape::triangle, 0.5f, 0.6f, 10)}};
+  out.p.tag = Tag::colors;
+  out.p.include[0].color = Color::red;
+  out.found[1].color = Color::blue;
+  return out;
+}
+
 TEST(SoftShapes, FavourableShapesBoundTheReward) {
   const Prompt p = one(Shape::square);
   std::vector<Detection> found = {blob(Shape::circle, 0.75f, 0.5f, 0)};
@@ -135,13 +148,9 @@ TEST(SoftShapes, FavourableShapesBoundTheReward) {
 }
 
 TEST(SoftShapes, BestShapesChangesOnlyTheCallsThatScore) {
-  // "a red square" over a red circle and a blue triangle: the circle becomes
-  // the square; the triangle's call does not change the score, so it stays.
-  Prompt p = one(Shape::square);
-  p.tag = Tag::colors;
-  p.include[0].color = Color::red;
-  std::vector<Detection> found = {blob(Shape::circle, 0.75f, 0.5f, 0), blob(Shape::triangle, 0.5f, 0.6f, 10)};
-  found[1].color = Color::blue;
+  // The circle becomes the square; the triangle's call does not change the
+  // score, so it stays.
+  const auto [p, found] = red_square_over_circle_and_triangle();
   const auto best = best_shapes(p, found);
   ASSERT_EQ(best.size(), 2u);
   EXPECT_EQ(best[0].shape, Shape::square);
@@ -152,6 +161,37 @@ TEST(SoftShapes, BestShapesChangesOnlyTheCallsThatScore) {
   const auto one_square = best_shapes(p, two);
   EXPECT_EQ((one_square[0].shape == Shape::square) + (one_square[1].shape == Shape::square), 1);
   EXPECT_EQ(score(p, one_square).reward, 1.0);
+}
+
+TEST(SoftShapes, ExtraBlobsAreThoseTheImageScoresNoWorseWithout) {
+  // With the circle called a square, the triangle is a shape nobody asked for.
+  const auto [p, found] = red_square_over_circle_and_triangle();
+  EXPECT_EQ(extra_blobs(p, best_shapes(p, found)), std::vector<int>{1});
+  // The square alone: nothing is extra, and an empty image has nothing to remove.
+  EXPECT_TRUE(extra_blobs(p, best_shapes(p, {found[0]})).empty());
+  EXPECT_TRUE(extra_blobs(p, {}).empty());
+  // Every shape asked for once, two squares drawn: no shape is free to park
+  // the second square on, so one square is extra, and without it the image
+  // scores full marks.
+  Prompt all;
+  all.tag = Tag::counting;
+  for (Shape s : {Shape::square, Shape::circle, Shape::triangle}) {
+    Clause c;
+    c.shape = s;
+    c.count = 1;
+    all.include.push_back(c);
+  }
+  const std::vector<Detection> four = {blob(Shape::square, 0.95f, 0.5f, 0), blob(Shape::square, 0.95f, 0.5f, 8),
+                                       blob(Shape::circle, 0.75f, 0.5f, 16), blob(Shape::triangle, 0.5f, 0.6f, 24)};
+  const auto assigned = best_shapes(all, four);
+  EXPECT_LT(score(all, assigned).reward, 1.0);
+  const auto extras = extra_blobs(all, assigned);
+  ASSERT_EQ(extras.size(), 1u);
+  EXPECT_LT(extras[0], 2) << "one of the squares";
+  std::vector<Detection> rest;
+  for (int i = 0; i < 4; ++i)
+    if (i != extras[0]) rest.push_back(assigned[size_t(i)]);
+  EXPECT_EQ(score(all, rest).reward, 1.0);
 }
 
 }  // namespace

@@ -89,7 +89,7 @@ int main(int argc, char** argv) {
   int train_steps = 0;  // 0: every SDE step of the window
   int explore = 0;      // seeds rolled out per prompt to choose the group from (0: off)
   std::string reward_name = "geneval", objective = "grpo", select = "advantage";
-  int updates = 2, noise_draws = 1, epochs = 1, draft_steps = 2, expert_steps = 0;
+  int updates = 2, noise_draws = 1, epochs = 1, draft_steps = 2, expert_steps = 0, draft_ptx_batch = 32;
   double nft_beta = 1.0, old_decay = 0.0, ema_decay = 0.0, reference_weight = 0.0, adv_clip = 1.0;
   bool nft_cfg = false, positive_only = false, keep_best = false, freeze_null = false;
   int rollback = 0;  // evaluations without a new best before the run returns to it (0: never)
@@ -97,9 +97,9 @@ int main(int argc, char** argv) {
   int population_size = 1;   // trainers that meet at each evaluation (tools/train/population.h)
   std::string lr_decay = "none", draft_loss = "mse", draft_targets = "own";
   double minutes = 30, lr = 2e-4, guidance = -1, soft_width = 1, draft_ring_weight = 1,
-         draft_hold = 0, draft_bce_weight = 0,
+         draft_hold = 0, draft_bce_weight = 0, draft_ptx = 0,
          draft_temperature = models::ShapeLossOptions{}.temperature;
-  bool per_group_std = false, draft_through_clamp = false;
+  bool per_group_std = false, draft_through_clamp = false, draft_erase_extras = false;
   uint64_t seed = 1;
   models::SamplerOptions sampler;
   models::GrpoOptions grpo;
@@ -172,6 +172,17 @@ int main(int argc, char** argv) {
                  "measured worse) or own-and-lost (the own blobs plus the reference's that the trained rollout no "
                  "longer draws, so that erasing a blob costs; models/draft.h)")
       ->check(CLI::IsMember({"own", "reference", "own-and-lost"}));
+  app.add_flag("--draft-erase-extras", draft_erase_extras,
+               "draft: compare the blobs the image would score no worse without (an extra count, or a shape the "
+               "prompt does not ask for) with an all-dark template, so that they go out instead of being shaped "
+               "(models/draft.h; the log's extras counts them either way)");
+  app.add_option("--draft-ptx", draft_ptx,
+                 "draft: weight of the pre-training mix, the flow-matching loss on freshly rendered scenes (15 % "
+                 "of them with the null prompt) added to each step's loss, so that the model stays near the data "
+                 "while it learns the shapes (models/draft.h; 0: off)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--draft-ptx-batch", draft_ptx_batch, "draft: rendered scenes per step in the pre-training mix")
+      ->check(CLI::PositiveNumber);
   app.add_option("--draft-steps", draft_steps,
                  "draft: the last denoising steps the gradient flows back through (DRaFT-K)")
       ->check(CLI::PositiveNumber);
@@ -275,7 +286,8 @@ int main(int argc, char** argv) {
     // option is refused elsewhere by adding its name here.
     const std::vector<std::string> draft_only = {
         "--draft-steps",   "--draft-loss",        "--draft-ring-weight",  "--draft-hold",
-        "--draft-targets", "--draft-temperature", "--draft-through-clamp"};
+        "--draft-targets", "--draft-temperature", "--draft-through-clamp", "--draft-erase-extras",
+        "--draft-ptx",     "--draft-ptx-batch"};
     if (!draft && std::any_of(draft_only.begin(), draft_only.end(),
                               [&](const auto& o) { return app.count(o) > 0; })) {
       std::string names;
@@ -335,6 +347,8 @@ int main(int argc, char** argv) {
     draft_opts.loss.hold_weight = draft_hold;
     draft_opts.loss.bce_weight = draft_bce_weight;
     draft_opts.loss.temperature = draft_temperature;
+    draft_opts.loss.erase_extras = draft_erase_extras;
+    draft_opts.ptx_weight = draft_ptx;
     if (draft_bce_weight > 0 && (!draft || draft_loss != "mse"))
       throw std::invalid_argument("--draft-bce-weight belongs to --objective draft with --draft-loss mse");
     draft_opts.loss.kind = draft_loss == "bce"     ? models::ShapeLossOptions::Kind::bce
@@ -411,6 +425,12 @@ int main(int argc, char** argv) {
     auto train_gen = at::make_generator<at::CPUGeneratorImpl>(seed + 7);
     scene::PromptGenerator prompt_gen(seed);
     std::mt19937_64 seed_gen(seed * 0x9e3779b97f4a7c15ULL + 1);
+    // The pre-training mix's scenes: their own prompts, images and noise, so
+    // that switching it on leaves the rollouts' prompts and seeds as they were.
+    scene::PromptGenerator ptx_prompts(seed ^ 0x7074785ULL);
+    uint64_t ptx_image_seed = (seed + 1) << 40;
+    auto ptx_gen = at::make_generator<at::CPUGeneratorImpl>(seed + 11);
+    constexpr double kPtxCondDrop = 0.15;  // the shipped model's last pre-training stage
     const int64_t text_len = model->config().text_len;
 
     const auto t0 = Clock::now();
@@ -504,7 +524,12 @@ int main(int argc, char** argv) {
       const auto r0 = Clock::now();
       if (draft) {
         // Rollout and update in one: the images carry the graph of their last steps.
-        const auto st = models::draft_step(model, opt, prompts, tokens, seeds, draft_opts, ref ? &ref : nullptr);
+        models::PtxBatch ptx;
+        if (draft_ptx > 0)
+          ptx = models::make_ptx_batch(model->config(), ptx_prompts, ptx_image_seed, draft_ptx_batch, kPtxCondDrop,
+                                       ptx_gen);
+        const auto st =
+            models::draft_step(model, opt, prompts, tokens, seeds, draft_opts, ref ? &ref : nullptr, &ptx);
         if (ema) ema->update(model);
         const auto rewards = models::rewards_tensor(st.scores);
         std::cout << "{\"event\":\"iter\"" << member_tag << ",\"iter\":" << iter
@@ -512,9 +537,9 @@ int main(int argc, char** argv) {
                   << ",\"reward_std\":" << rewards.std(false).item<double>()
                   << ",\"best_of_group\":" << models::best_of_group_mean(rewards, group)
                   << ",\"loss\":" << st.loss.loss << ",\"blobs\":" << st.loss.targets
-                  << ",\"called_right\":" << st.loss.called_right
+                  << ",\"called_right\":" << st.loss.called_right << ",\"extras\":" << st.loss.extras
                   << ",\"reference_mse\":" << st.reference_mse << ",\"grad_norm\":" << st.grad_norm
-                  << ",\"step_s\":" << std::chrono::duration<double>(Clock::now() - r0).count()
+                  << ",\"ptx_loss\":" << st.ptx_loss << ",\"step_s\":" << std::chrono::duration<double>(Clock::now() - r0).count()
                   << ",\"elapsed_s\":" << elapsed() << "}" << std::endl;
         if (iter % eval_every == 0) run_eval(iter, iter >= iterations);
         continue;
