@@ -349,6 +349,8 @@ int main(int argc, char** argv) {
     draft_opts.loss.temperature = draft_temperature;
     draft_opts.loss.erase_extras = draft_erase_extras;
     draft_opts.ptx_weight = draft_ptx;
+    if (app.count("--draft-ptx-batch") > 0 && !(draft_ptx > 0))
+      throw std::invalid_argument("--draft-ptx-batch sizes the pre-training mix, which is off without --draft-ptx");
     if (draft_bce_weight > 0 && (!draft || draft_loss != "mse"))
       throw std::invalid_argument("--draft-bce-weight belongs to --objective draft with --draft-loss mse");
     draft_opts.loss.kind = draft_loss == "bce"     ? models::ShapeLossOptions::Kind::bce
