@@ -43,6 +43,13 @@ std::vector<ShapeTarget> lost_blobs(const std::vector<ShapeTarget>& own, const s
 
 namespace {
 
+// The blob counts of a target list, as ShapeLossStats reports them.
+void count_targets(const std::vector<ShapeTarget>& targets, ShapeLossStats& stats) {
+  stats.targets = int(targets.size());
+  stats.called_right = stats.extras = 0;
+  for (const auto& t : targets) stats.called_right += t.called_right, stats.extras += t.extra;
+}
+
 // The pixels as the detector sees them: clamped to [-1, 1], with the clamp's
 // gradient, or straight through it.
 torch::Tensor clamped_pixels(const torch::Tensor& images, bool straight_through) {
@@ -163,8 +170,7 @@ torch::Tensor shape_loss(const torch::Tensor& images, const std::vector<ShapeTar
   auto loss = torch::stack(terms).sum() / batch;
   if (stats) {
     stats->loss = loss.item<double>();
-    stats->targets = int(targets.size());
-    for (const auto& t : targets) stats->called_right += t.called_right, stats->extras += t.extra;
+    count_targets(targets, *stats);
   }
   return loss;
 }
@@ -246,10 +252,8 @@ DraftStepStats draft_step(DiT& model, torch::optim::Optimizer& opt, const std::v
                                       anchored ? &early : nullptr);
   auto targets = shape_targets(prompts, images, &out.scores);
   // The trained images' blobs, which the log reports whatever the loss compares.
-  const int own_blobs = int(targets.size());
-  const int own_right =
-      int(std::count_if(targets.begin(), targets.end(), [](const auto& t) { return t.called_right; }));
-  const int own_extras = int(std::count_if(targets.begin(), targets.end(), [](const auto& t) { return t.extra; }));
+  ShapeLossStats own;
+  count_targets(targets, own);
   if (opts.targets != DraftOptions::Targets::own) {
     torch::NoGradGuard no_grad;
     const auto ref_images =
@@ -264,9 +268,8 @@ DraftStepStats draft_step(DiT& model, torch::optim::Optimizer& opt, const std::v
   }
   opt.zero_grad();
   auto loss = shape_loss(images, targets, opts.loss, &out.loss);
-  out.loss.targets = own_blobs;
-  out.loss.called_right = own_right;
-  out.loss.extras = own_extras;
+  own.loss = out.loss.loss;
+  out.loss = own;
   if (anchored) {
     const auto s = torch::full({early.x.size(0)}, early.sigma, early.x.options());
     const auto mse = reference_mse(guided_velocity(model, early.x, s, tokens, opts.guidance), *reference, early.x, s,

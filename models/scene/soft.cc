@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <numeric>
 
 #include "models/scene/rng.h"
 
@@ -110,7 +111,7 @@ std::vector<Detection> best_shapes(const Prompt& p, const std::vector<Detection>
 
 std::vector<int> extra_blobs(const Prompt& p, const std::vector<Detection>& assigned) {
   std::vector<int> kept(assigned.size()), extras;
-  for (size_t i = 0; i < kept.size(); ++i) kept[i] = int(i);
+  std::iota(kept.begin(), kept.end(), 0);
   auto score_of = [&](const std::vector<int>& which) {
     std::vector<Detection> d;
     d.reserve(which.size());
