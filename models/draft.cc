@@ -175,6 +175,40 @@ torch::Tensor shape_loss(const torch::Tensor& images, const std::vector<ShapeTar
   return loss;
 }
 
+torch::Tensor background_loss(const std::vector<scene::Prompt>& prompts, const torch::Tensor& images,
+                              const std::vector<ShapeTarget>& targets, double temperature, bool straight_through,
+                              int* held_images) {
+  if (images.dim() != 4 || int64_t(prompts.size()) != images.size(0))
+    throw std::invalid_argument("background_loss: one prompt per image [B, 3, S, S] is needed");
+  const int64_t B = images.size(0), H = images.size(2), W = images.size(3);
+  std::vector<int> blobs(size_t(B), 0);
+  for (const auto& t : targets) {
+    if (t.image < 0 || t.image >= B) throw std::invalid_argument("background_loss: a target's image is out of range");
+    ++blobs[size_t(t.image)];
+  }
+  // 1 on the background of the images held, 0 elsewhere.
+  auto mask = torch::zeros({B, H, W}, torch::kFloat32);
+  int held = 0;
+  for (int64_t i = 0; i < B; ++i) {
+    int asked = 0;
+    for (const auto& c : prompts[size_t(i)].include) asked += c.count;
+    if (blobs[size_t(i)] < asked) continue;
+    mask[i].fill_(1.0);
+    ++held;
+  }
+  for (const auto& t : targets)
+    mask[t.image]
+        .slice(0, std::max<int64_t>(t.y0 - 1, 0), std::min<int64_t>(t.y1 + 1, H))
+        .slice(1, std::max<int64_t>(t.x0 - 1, 0), std::min<int64_t>(t.x1 + 1, W))
+        .fill_(0.0);
+  if (held_images) *held_images = held;
+  const auto m = soft_color_masks(images, temperature, straight_through);  // [B, 6, S, S]
+  mask = mask.to(m.device());
+  const auto per_pixel = m.pow(2).sum(1) * mask;                               // [B, S, S]
+  const auto pixels = mask.sum({1, 2}).clamp_min(1.0);
+  return (per_pixel.sum({1, 2}) / pixels).sum() / double(std::max<int64_t>(1, B));
+}
+
 torch::Tensor sample_with_grad_tail(DiT& model, const torch::Tensor& tokens, const std::vector<uint64_t>& seeds,
                                     int steps, double shift, double guidance, int grad_steps, EarlyLatent* early) {
   if (grad_steps < 1 || grad_steps > steps)
@@ -254,6 +288,11 @@ DraftStepStats draft_step(DiT& model, torch::optim::Optimizer& opt, const std::v
   // The trained images' blobs, which the log reports whatever the loss compares.
   ShapeLossStats own;
   count_targets(targets, own);
+  // The background around the trained images' own blobs, whatever the shape loss compares.
+  torch::Tensor background;
+  if (opts.background_weight > 0)
+    background = background_loss(prompts, images, targets, opts.loss.temperature, opts.loss.straight_through,
+                                 &out.background_images);
   if (opts.targets != DraftOptions::Targets::own) {
     torch::NoGradGuard no_grad;
     const auto ref_images =
@@ -277,6 +316,10 @@ DraftStepStats draft_step(DiT& model, torch::optim::Optimizer& opt, const std::v
     out.reference_mse = mse.item<double>();
     out.anchored_step = early.step;
     loss = loss + opts.reference_weight * mse;
+  }
+  if (opts.background_weight > 0) {
+    out.background_loss = background.item<double>();
+    loss = loss + opts.background_weight * background;
   }
   if (opts.ptx_weight > 0) {
     const auto fm = ptx_loss(model, *ptx);

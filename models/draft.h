@@ -146,6 +146,23 @@ torch::Tensor shape_template(scene::Shape shape, int w, int h);
 torch::Tensor shape_loss(const torch::Tensor& images, const std::vector<ShapeTarget>& targets,
                          const ShapeLossOptions& opts = {}, ShapeLossStats* stats = nullptr);
 
+// The background term: in each image that already has as many blobs as its
+// prompt asks objects (the sum of its clauses' counts), the soft snap of every
+// pixel outside all of its blobs' boxes and rings to every palette colour,
+// squared, averaged over those pixels; summed over such images and divided by
+// the batch's images (0, with the graph of `images` kept, where none
+// qualifies). Why: the shape loss compares only the blobs the detector finds,
+// so nothing it says keeps the rest of the image dark. Measured before it
+// (thirty-seventh and thirty-eighth sessions, docs/benchmarks.md): after
+// each run's peak the blobs nobody asked for double, and with the text
+// encoder trained alone they went from 2 to 4 an image. Images with fewer
+// blobs than objects asked for are left out, so that a missing object may
+// still appear (much of DRaFT's gain is objects drawn where the base model
+// drew none).
+torch::Tensor background_loss(const std::vector<scene::Prompt>& prompts, const torch::Tensor& images,
+                              const std::vector<ShapeTarget>& targets, double temperature,
+                              bool straight_through = false, int* held_images = nullptr);
+
 // The Euler ODE rollout of spotlight-eval (steps, shift, guidance), the same
 // seeded initial noise, with the autograd graph kept through the last
 // `grad_steps` steps only (DRaFT-K): the earlier steps run without it. With
@@ -207,6 +224,8 @@ struct DraftOptions {
   // shape loss where they meet. The prompt dropout of the batch keeps the
   // unconditional branch, which guidance leans on, trained as well.
   double ptx_weight = 0;
+  // Weight of background_loss, added to the step's loss (0: off).
+  double background_weight = 0;
 };
 
 // Rendered scenes for the pre-training mix: x0 [B, 3, S, S] with their
@@ -232,6 +251,8 @@ struct DraftStepStats {
   int anchored_step = -1;
   double grad_norm = 0;  // before clipping
   double ptx_loss = 0;   // the pre-training mix's flow-matching loss (0 without it)
+  double background_loss = 0;  // background_loss's value (0 without it)
+  int background_images = 0;   // the images it held dark
 };
 
 // One DRaFT-K step: roll out (prompt, seed) rows with the graph of the last K

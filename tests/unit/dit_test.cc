@@ -850,6 +850,64 @@ TEST(Draft, AnExtraBlobGetsADarkTemplateAndItsGradientErasesIt) {
   EXPECT_EQ(score_batch({asked}, image.detach())[0].reward, 1.0);
 }
 
+TEST(Draft, TheBackgroundTermHoldsDarkWhatLiesOutsideTheBlobsOfImagesWithTheirObjects) {
+  // Row 0: "a red circle", rendered, with its one blob found; a stray red
+  // pixel is then lit in a corner away from the blob's box and ring. Row 1:
+  // the same image under "two red circles": one object is missing, so its
+  // background is left alone.
+  auto clean = rendered(red(scene::Shape::circle), 5);
+  const auto prompts = std::vector<scene::Prompt>{red(scene::Shape::circle), red(scene::Shape::circle, 2)};
+  auto targets = shape_targets({prompts[0]}, clean);
+  ASSERT_EQ(targets.size(), 1u);
+  const auto t = targets[0];
+  targets.push_back(t);
+  targets.back().image = 1;
+  const int sy = t.y0 > 16 ? 1 : 30, sx = t.x0 > 16 ? 1 : 30;  // the stray pixel, off the box and ring
+  ASSERT_TRUE(sy < t.y0 - 1 || sy > t.y1) << "the stray pixel must lie outside the box's ring";
+  auto images = torch::cat({clean, clean}).clone();
+  const auto rgb = scene::color_rgb(scene::Color::red);
+  for (int k = 0; k < 3; ++k) images.index_put_({torch::indexing::Slice(), k, sy, sx}, rgb[size_t(k)]);
+  images.requires_grad_(true);
+  const double temp = ShapeLossOptions{}.temperature;
+  int held = -1;
+  const auto loss = background_loss(prompts, images, targets, temp, false, &held);
+  EXPECT_EQ(held, 1);
+  // Row 0's background: every pixel but the box and its ring, Σ_c m_c^2
+  // averaged over them; the batch's two rows divide the sum.
+  auto mask = torch::ones({32, 32});
+  const int by0 = std::max(t.y0 - 1, 0), bx0 = std::max(t.x0 - 1, 0);
+  mask.slice(0, by0, t.y1 + 1).slice(1, bx0, t.x1 + 1).fill_(0);
+  const auto m = soft_color_masks(images.detach(), temp)[0].pow(2).sum(0);
+  const double expected = (m * mask).sum().item<double>() / mask.sum().item<double>() / 2;
+  EXPECT_NEAR(loss.item<double>(), expected, 1e-6);
+  EXPECT_GT(loss.item<double>(), 0.9 / mask.sum().item<double>() / 2) << "the lit stray pixel counts about 1";
+  EXPECT_LT(background_loss(prompts, torch::cat({clean, clean}), targets, temp).item<double>(), 1e-3)
+      << "a rendered background is dark";
+  // Its gradient: on row 0's stray pixel, nowhere in the box or on row 1.
+  loss.backward();
+  const auto g = images.grad();
+  EXPECT_GT(g[0].index({torch::indexing::Slice(), sy, sx}).abs().sum().item<double>(), 0);
+  EXPECT_EQ(g[0].slice(1, by0, t.y1 + 1).slice(2, bx0, t.x1 + 1).abs().sum().item<double>(), 0);
+  EXPECT_EQ(g[1].abs().sum().item<double>(), 0);
+  // Descending it darkens the stray pixel and leaves the circle as it was.
+  auto x = images.detach()[0].unsqueeze(0).clone().requires_grad_(true);
+  torch::optim::Adam opt({x}, torch::optim::AdamOptions(0.02));
+  for (int step = 0; step < 200; ++step) {
+    opt.zero_grad();
+    background_loss({prompts[0]}, x, {t}, temp).backward();
+    opt.step();
+  }
+  EXPECT_LT(background_loss({prompts[0]}, x, {t}, temp).item<double>(), 1e-3);
+  const auto found = detect_one(x);
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].shape, scene::Shape::circle);
+  EXPECT_TRUE(torch::equal(x.detach().slice(2, by0, t.y1 + 1).slice(3, bx0, t.x1 + 1),
+                           clean.slice(2, by0, t.y1 + 1).slice(3, bx0, t.x1 + 1)));
+  // No targets, no background held; a prompt per row is needed.
+  EXPECT_EQ(background_loss({prompts[0]}, clean, {}, temp).item<double>(), 0);
+  EXPECT_THROW(background_loss({prompts[0]}, images.detach(), targets, temp), std::invalid_argument);
+}
+
 TEST(Draft, TheGradTailRollsOutWhatTheSamplerDoesAndReachesTheWeights) {
   auto m = perturbed_model(5);
   const auto prompts = some_prompts(3);

@@ -34,6 +34,7 @@
 #include "models/stats/select.h"
 #include "tools/common/device.h"
 #include "tools/common/omp_env.h"
+#include "tools/train/lr_scales.h"
 #include "tools/train/population.h"
 
 using namespace spotlight;
@@ -96,8 +97,9 @@ int main(int argc, char** argv) {
   double rollback_lr = 0.5;  // the learning rate's factor at each return
   int population_size = 1;   // trainers that meet at each evaluation (tools/train/population.h)
   std::string lr_decay = "none", draft_loss = "mse", draft_targets = "own";
+  std::vector<std::string> lr_scale_texts;  // --lr-scale PREFIX=S, in order
   double minutes = 30, lr = 2e-4, guidance = -1, soft_width = 1, draft_ring_weight = 1,
-         draft_hold = 0, draft_bce_weight = 0, draft_ptx = 0,
+         draft_hold = 0, draft_bce_weight = 0, draft_ptx = 0, draft_background = 0,
          draft_temperature = models::ShapeLossOptions{}.temperature;
   bool per_group_std = false, draft_through_clamp = false, draft_erase_extras = false;
   uint64_t seed = 1;
@@ -176,6 +178,11 @@ int main(int argc, char** argv) {
                "draft: compare the blobs the image would score no worse without (an extra count, or a shape the "
                "prompt does not ask for) with an all-dark template, so that they go out instead of being shaped "
                "(models/draft.h; the log's extras counts them either way)");
+  app.add_option("--draft-background", draft_background,
+                 "draft: weight of the background term, which holds dark the pixels outside every blob's box "
+                 "and ring in the images that already have as many blobs as their prompt asks objects, so that "
+                 "blobs nobody asked for do not appear (models/draft.h; 0: off)")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--draft-ptx", draft_ptx,
                  "draft: weight of the pre-training mix, the flow-matching loss on freshly rendered scenes (15 % "
                  "of them with the null prompt) added to each step's loss, so that the model stays near the data "
@@ -234,6 +241,12 @@ int main(int argc, char** argv) {
                  "(0: the trained weights themselves)")
       ->check(CLI::Range(0.0, 1.0));
   app.add_option("--lr", lr, "AdamW learning rate")->check(CLI::PositiveNumber);
+  app.add_option("--lr-scale", lr_scale_texts,
+                 "PREFIX=S: the learning rate of the parameters whose name begins with PREFIX is S times --lr (0: "
+                 "frozen); repeatable, the first matching rule wins, * matches every name, others keep 1. E.g. "
+                 "--lr-scale text.=20 trains the text encoder 20 times faster; --lr-scale text.=1 --lr-scale '*=0' "
+                 "trains it alone (tools/train/lr_scales.h)")
+      ->allow_extra_args(false);
   app.add_option("--lr-decay", lr_decay,
                  "none, or cosine: the learning rate falls to 0 over the run (whichever of --minutes and "
                  "--iterations ends it first)")
@@ -287,7 +300,7 @@ int main(int argc, char** argv) {
     const std::vector<std::string> draft_only = {
         "--draft-steps",   "--draft-loss",        "--draft-ring-weight",  "--draft-hold",
         "--draft-targets", "--draft-temperature", "--draft-through-clamp", "--draft-erase-extras",
-        "--draft-ptx",     "--draft-ptx-batch"};
+        "--draft-ptx",     "--draft-ptx-batch", "--draft-background"};
     if (!draft && std::any_of(draft_only.begin(), draft_only.end(),
                               [&](const auto& o) { return app.count(o) > 0; })) {
       std::string names;
@@ -349,6 +362,7 @@ int main(int argc, char** argv) {
     draft_opts.loss.temperature = draft_temperature;
     draft_opts.loss.erase_extras = draft_erase_extras;
     draft_opts.ptx_weight = draft_ptx;
+    draft_opts.background_weight = draft_background;
     if (app.count("--draft-ptx-batch") > 0 && !(draft_ptx > 0))
       throw std::invalid_argument("--draft-ptx-batch sizes the pre-training mix, which is off without --draft-ptx");
     if (draft_bce_weight > 0 && (!draft || draft_loss != "mse"))
@@ -380,11 +394,9 @@ int main(int argc, char** argv) {
       model = models::grow_low_noise_expert(model, 0.5 * (sigmas[first - 1] + sigmas[first]));
     }
     // With an expert, only it is trained; the base's weights get no gradient.
-    auto trained = model->parameters();
     if (auto expert = model->low_noise_expert()) {
       for (auto& p : model->parameters()) p.set_requires_grad(false);
-      trained = expert->parameters();
-      for (auto& p : trained) p.set_requires_grad(true);
+      for (auto& p : expert->parameters()) p.set_requires_grad(true);
     }
     if (model->low_noise_expert() && objective == "grpo") {
       const auto sigmas = models::shifted_sigmas(sampler.steps, sampler.shift);
@@ -400,7 +412,44 @@ int main(int argc, char** argv) {
       ref = models::load_checkpoint(checkpoint).model;
       ref->to(dev);
     }
-    torch::optim::AdamW opt(trained, torch::optim::AdamWOptions(lr).weight_decay(1e-4));
+    // --lr-scale: one AdamW group per factor, frozen parameters in none.
+    std::vector<tools::LrScaleRule> lr_rules;
+    for (const auto& t : lr_scale_texts) lr_rules.push_back(tools::parse_lr_scale(t));
+    std::vector<double> group_scales;
+    std::vector<torch::optim::OptimizerParamGroup> groups;
+    {
+      auto named = model->low_noise_expert() ? model->low_noise_expert()->named_parameters()
+                                             : model->named_parameters();
+      std::vector<std::vector<torch::Tensor>> by_scale;
+      size_t frozen = 0;
+      for (const auto& p : named) {
+        if (!p.value().requires_grad()) continue;
+        const double s = tools::lr_scale_for(p.key(), lr_rules);
+        if (s == 0) {
+          p.value().set_requires_grad(false);
+          ++frozen;
+          continue;
+        }
+        auto at = std::find(group_scales.begin(), group_scales.end(), s);
+        if (at == group_scales.end()) {
+          group_scales.push_back(s);
+          by_scale.emplace_back();
+          at = group_scales.end() - 1;
+        }
+        by_scale[size_t(at - group_scales.begin())].push_back(p.value());
+      }
+      if (group_scales.empty()) throw std::invalid_argument("--lr-scale froze every trained parameter");
+      for (size_t g = 0; g < group_scales.size(); ++g)
+        groups.emplace_back(by_scale[g], std::make_unique<torch::optim::AdamWOptions>(
+                                             torch::optim::AdamWOptions(lr * group_scales[g]).weight_decay(1e-4)));
+      if (!lr_rules.empty()) {
+        std::cerr << "spotlight-train: --lr-scale: " << frozen << " tensors frozen";
+        for (size_t g = 0; g < group_scales.size(); ++g)
+          std::cerr << ", " << by_scale[g].size() << " at " << group_scales[g] << " x lr";
+        std::cerr << "\n";
+      }
+    }
+    torch::optim::AdamW opt(groups, torch::optim::AdamWOptions(lr).weight_decay(1e-4));
     // nft's old policy: it samples the rollouts and anchors the implicit policies.
     std::optional<models::Ema> old;
     if (nft) old.emplace(model, old_decay);
@@ -421,8 +470,8 @@ int main(int argc, char** argv) {
     }
     double lr_scale = 1;  // the product of --rollback-lr over the returns so far
     auto set_lr = [&](double value) {
-      for (auto& g : opt.param_groups())
-        static_cast<torch::optim::AdamWOptions&>(g.options()).lr(value);
+      for (size_t g = 0; g < opt.param_groups().size(); ++g)
+        static_cast<torch::optim::AdamWOptions&>(opt.param_groups()[g].options()).lr(value * group_scales[g]);
     };
     auto train_gen = at::make_generator<at::CPUGeneratorImpl>(seed + 7);
     scene::PromptGenerator prompt_gen(seed);
@@ -541,7 +590,8 @@ int main(int argc, char** argv) {
                   << ",\"loss\":" << st.loss.loss << ",\"blobs\":" << st.loss.targets
                   << ",\"called_right\":" << st.loss.called_right << ",\"extras\":" << st.loss.extras
                   << ",\"reference_mse\":" << st.reference_mse << ",\"grad_norm\":" << st.grad_norm
-                  << ",\"ptx_loss\":" << st.ptx_loss << ",\"step_s\":" << std::chrono::duration<double>(Clock::now() - r0).count()
+                  << ",\"ptx_loss\":" << st.ptx_loss << ",\"background_loss\":" << st.background_loss
+                  << ",\"background_images\":" << st.background_images << ",\"step_s\":" << std::chrono::duration<double>(Clock::now() - r0).count()
                   << ",\"elapsed_s\":" << elapsed() << "}" << std::endl;
         if (iter % eval_every == 0) run_eval(iter, iter >= iterations);
         continue;
