@@ -181,7 +181,7 @@ int main(int argc, char** argv) {
   app.add_option("--draft-background", draft_background,
                  "draft: weight of the background term, which holds dark the pixels outside every blob's box "
                  "and ring in the images that already have as many blobs as their prompt asks objects, so that "
-                 "blobs nobody asked for do not appear (models/draft.h; 0: off)")
+                 "blobs nobody asked for do not appear (models/draft.h; measured no better; 0: off)")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--draft-ptx", draft_ptx,
                  "draft: weight of the pre-training mix, the flow-matching loss on freshly rendered scenes (15 % "
@@ -245,7 +245,8 @@ int main(int argc, char** argv) {
                  "PREFIX=S: the learning rate of the parameters whose name begins with PREFIX is S times --lr (0: "
                  "frozen); repeatable, the first matching rule wins, * matches every name, others keep 1. E.g. "
                  "--lr-scale text.=20 trains the text encoder 20 times faster; --lr-scale text.=1 --lr-scale '*=0' "
-                 "trains it alone (tools/train/lr_scales.h)")
+                 "trains it alone (tools/train/lr_scales.h; measured worse for draft: the blobs fade at text.=20 and "
+                 "multiply alone)")
       ->allow_extra_args(false);
   app.add_option("--lr-decay", lr_decay,
                  "none, or cosine: the learning rate falls to 0 over the run (whichever of --minutes and "
