@@ -50,6 +50,16 @@ void count_targets(const std::vector<ShapeTarget>& targets, ShapeLossStats& stat
   for (const auto& t : targets) stats.called_right += t.called_right, stats.extras += t.extra;
 }
 
+// A blob's box and its one-pixel ring, clipped to an H x W image: rows
+// [y0, y1), columns [x0, x1).
+struct RingBox {
+  int64_t y0, y1, x0, x1;
+};
+RingBox ring_box(const ShapeTarget& t, int64_t H, int64_t W) {
+  return {std::max<int64_t>(t.y0 - 1, 0), std::min<int64_t>(t.y1 + 1, H), std::max<int64_t>(t.x0 - 1, 0),
+          std::min<int64_t>(t.x1 + 1, W)};
+}
+
 // The pixels as the detector sees them: clamped to [-1, 1], with the clamp's
 // gradient, or straight through it.
 torch::Tensor clamped_pixels(const torch::Tensor& images, bool straight_through) {
@@ -133,8 +143,7 @@ torch::Tensor shape_loss(const torch::Tensor& images, const std::vector<ShapeTar
                                             : shape_template(t.shape, t.x1 - t.x0, t.y1 - t.y0);
     tpl = tpl.to(compared.device());
     // The box and its ring, clipped to the image.
-    const int64_t y0 = std::max<int64_t>(t.y0 - 1, 0), y1 = std::min<int64_t>(t.y1 + 1, H);
-    const int64_t x0 = std::max<int64_t>(t.x0 - 1, 0), x1 = std::min<int64_t>(t.x1 + 1, W);
+    const auto [y0, y1, x0, x1] = ring_box(t, H, W);
     tpl = tpl.slice(0, y0 - (t.y0 - 1), y1 - (t.y0 - 1)).slice(1, x0 - (t.x0 - 1), x1 - (t.x0 - 1));
     // The pixel loss of the box, for Kind::pixel and the hold alike.
     const auto box_error = on_pixels || held
@@ -196,11 +205,10 @@ torch::Tensor background_loss(const std::vector<scene::Prompt>& prompts, const t
     mask[i].fill_(1.0);
     ++held;
   }
-  for (const auto& t : targets)
-    mask[t.image]
-        .slice(0, std::max<int64_t>(t.y0 - 1, 0), std::min<int64_t>(t.y1 + 1, H))
-        .slice(1, std::max<int64_t>(t.x0 - 1, 0), std::min<int64_t>(t.x1 + 1, W))
-        .fill_(0.0);
+  for (const auto& t : targets) {
+    const auto r = ring_box(t, H, W);
+    mask[t.image].slice(0, r.y0, r.y1).slice(1, r.x0, r.x1).fill_(0.0);
+  }
   if (held_images) *held_images = held;
   const auto m = soft_color_masks(images, temperature, straight_through);  // [B, 6, S, S]
   mask = mask.to(m.device());

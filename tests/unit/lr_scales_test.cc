@@ -27,6 +27,15 @@ TEST(LrScales, AStarMatchesEveryNameSoThatEarlierRulesTakeTheirsAndTheRestFreeze
   EXPECT_EQ(lr_scale_for("low_noise.text.pos", rules), 0);
 }
 
+TEST(LrScales, ParametersAreGroupedByFactorInTheOrderFactorsFirstAppearAndZeroFreezes) {
+  const std::vector<LrScaleRule> rules{parse_lr_scale("text.=20"), parse_lr_scale("blocks.=0")};
+  const auto g = group_by_lr_scale({"pos", "text.a", "blocks.0.w", "text.b", "final.w", "blocks.1.w"}, rules);
+  EXPECT_EQ(g.scales, (std::vector<double>{1, 20}));
+  EXPECT_EQ(g.members, (std::vector<std::vector<size_t>>{{0, 4}, {1, 3}}));
+  EXPECT_EQ(g.frozen, (std::vector<size_t>{2, 5}));
+  EXPECT_TRUE(group_by_lr_scale({"a"}, {parse_lr_scale("*=0")}).scales.empty());
+}
+
 TEST(LrScales, MalformedRulesAreRefusedWithTheirText) {
   for (const char* bad : {"text", "=2", "text.=", "text.=abc", "text.=-1", "text.=nan", "text.=inf", "text.=2x"}) {
     try {

@@ -1,5 +1,6 @@
 #include "tools/train/lr_scales.h"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
@@ -26,6 +27,24 @@ double lr_scale_for(const std::string& name, const std::vector<LrScaleRule>& rul
   for (const auto& r : rules)
     if (r.prefix == "*" || name.compare(0, r.prefix.size(), r.prefix) == 0) return r.scale;
   return 1;
+}
+
+LrGroups group_by_lr_scale(const std::vector<std::string>& names, const std::vector<LrScaleRule>& rules) {
+  LrGroups g;
+  for (size_t i = 0; i < names.size(); ++i) {
+    const double s = lr_scale_for(names[i], rules);
+    if (s == 0) {
+      g.frozen.push_back(i);
+      continue;
+    }
+    const auto at = size_t(std::find(g.scales.begin(), g.scales.end(), s) - g.scales.begin());
+    if (at == g.scales.size()) {
+      g.scales.push_back(s);
+      g.members.emplace_back();
+    }
+    g.members[at].push_back(i);
+  }
+  return g;
 }
 
 }  // namespace spotlight::tools

@@ -31,4 +31,14 @@ LrScaleRule parse_lr_scale(const std::string& text);
 // "text.", to take the encoder alone); 1 where none does.
 double lr_scale_for(const std::string& name, const std::vector<LrScaleRule>& rules);
 
+// The parameters `names` sorted by their factor: one group per factor other
+// than 0, in the order each first appears, holding indices into `names`;
+// those at 0 are frozen.
+struct LrGroups {
+  std::vector<double> scales;               // one per group
+  std::vector<std::vector<size_t>> members;  // one per group
+  std::vector<size_t> frozen;
+};
+LrGroups group_by_lr_scale(const std::vector<std::string>& names, const std::vector<LrScaleRule>& rules);
+
 }  // namespace spotlight::tools

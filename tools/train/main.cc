@@ -416,39 +416,27 @@ int main(int argc, char** argv) {
     // --lr-scale: one AdamW group per factor, frozen parameters in none.
     std::vector<tools::LrScaleRule> lr_rules;
     for (const auto& t : lr_scale_texts) lr_rules.push_back(tools::parse_lr_scale(t));
-    std::vector<double> group_scales;
+    std::vector<std::string> names;
+    std::vector<torch::Tensor> params;
+    // With an expert, its own names (without the "low_noise." prefix): only it trains.
+    const auto expert = model->low_noise_expert();
+    for (const auto& p : expert ? expert->named_parameters() : model->named_parameters())
+      if (p.value().requires_grad()) names.push_back(p.key()), params.push_back(p.value());
+    const auto lr_groups = tools::group_by_lr_scale(names, lr_rules);
+    if (lr_groups.scales.empty()) throw std::invalid_argument("--lr-scale froze every trained parameter");
+    for (size_t i : lr_groups.frozen) params[i].set_requires_grad(false);
     std::vector<torch::optim::OptimizerParamGroup> groups;
-    {
-      auto named = model->low_noise_expert() ? model->low_noise_expert()->named_parameters()
-                                             : model->named_parameters();
-      std::vector<std::vector<torch::Tensor>> by_scale;
-      size_t frozen = 0;
-      for (const auto& p : named) {
-        if (!p.value().requires_grad()) continue;
-        const double s = tools::lr_scale_for(p.key(), lr_rules);
-        if (s == 0) {
-          p.value().set_requires_grad(false);
-          ++frozen;
-          continue;
-        }
-        auto at = std::find(group_scales.begin(), group_scales.end(), s);
-        if (at == group_scales.end()) {
-          group_scales.push_back(s);
-          by_scale.emplace_back();
-          at = group_scales.end() - 1;
-        }
-        by_scale[size_t(at - group_scales.begin())].push_back(p.value());
-      }
-      if (group_scales.empty()) throw std::invalid_argument("--lr-scale froze every trained parameter");
-      for (size_t g = 0; g < group_scales.size(); ++g)
-        groups.emplace_back(by_scale[g], std::make_unique<torch::optim::AdamWOptions>(
-                                             torch::optim::AdamWOptions(lr * group_scales[g]).weight_decay(1e-4)));
-      if (!lr_rules.empty()) {
-        std::cerr << "spotlight-train: --lr-scale: " << frozen << " tensors frozen";
-        for (size_t g = 0; g < group_scales.size(); ++g)
-          std::cerr << ", " << by_scale[g].size() << " at " << group_scales[g] << " x lr";
-        std::cerr << "\n";
-      }
+    for (size_t g = 0; g < lr_groups.scales.size(); ++g) {
+      std::vector<torch::Tensor> members;
+      for (size_t i : lr_groups.members[g]) members.push_back(params[i]);
+      groups.emplace_back(members, std::make_unique<torch::optim::AdamWOptions>(
+                                       torch::optim::AdamWOptions(lr * lr_groups.scales[g]).weight_decay(1e-4)));
+    }
+    if (!lr_rules.empty()) {
+      std::cerr << "spotlight-train: --lr-scale: " << lr_groups.frozen.size() << " tensors frozen";
+      for (size_t g = 0; g < lr_groups.scales.size(); ++g)
+        std::cerr << ", " << lr_groups.members[g].size() << " at " << lr_groups.scales[g] << " x lr";
+      std::cerr << "\n";
     }
     torch::optim::AdamW opt(groups, torch::optim::AdamWOptions(lr).weight_decay(1e-4));
     // nft's old policy: it samples the rollouts and anchors the implicit policies.
@@ -472,7 +460,7 @@ int main(int argc, char** argv) {
     double lr_scale = 1;  // the product of --rollback-lr over the returns so far
     auto set_lr = [&](double value) {
       for (size_t g = 0; g < opt.param_groups().size(); ++g)
-        static_cast<torch::optim::AdamWOptions&>(opt.param_groups()[g].options()).lr(value * group_scales[g]);
+        static_cast<torch::optim::AdamWOptions&>(opt.param_groups()[g].options()).lr(value * lr_groups.scales[g]);
     };
     auto train_gen = at::make_generator<at::CPUGeneratorImpl>(seed + 7);
     scene::PromptGenerator prompt_gen(seed);
