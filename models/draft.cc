@@ -8,6 +8,7 @@
 #include "models/flow.h"
 #include "models/sampler.h"
 #include "models/scene/palette.h"
+#include "models/scene/render.h"
 #include "models/scene/soft.h"
 
 namespace spotlight::models {
@@ -39,6 +40,20 @@ std::vector<ShapeTarget> lost_blobs(const std::vector<ShapeTarget>& own, const s
     if (!drawn) lost.push_back(r);
   }
   return lost;
+}
+
+ShapeTarget at_object_size(const ShapeTarget& t, int size) {
+  if (t.x1 <= t.x0 || t.y1 <= t.y0 || t.x0 < 0 || t.y0 < 0 || t.x1 > size || t.y1 > size)
+    throw std::invalid_argument("at_object_size: the target's box lies outside the image");
+  const int side = std::clamp(std::max(t.x1 - t.x0, t.y1 - t.y0), scene::min_side(size), scene::max_side(size));
+  // Centred on the box (rounding down), then moved inside the image.
+  auto start = [&](int lo, int hi) { return std::clamp((lo + hi - side) / 2, 0, size - side); };
+  ShapeTarget out = t;
+  out.tx0 = start(t.x0, t.x1), out.tx1 = out.tx0 + side;
+  out.ty0 = start(t.y0, t.y1), out.ty1 = out.ty0 + side;
+  out.x0 = std::min(t.x0, out.tx0), out.x1 = std::max(t.x1, out.tx1);
+  out.y0 = std::min(t.y0, out.ty0), out.y1 = std::max(t.y1, out.ty1);
+  return out;
 }
 
 namespace {
@@ -135,12 +150,25 @@ torch::Tensor shape_loss(const torch::Tensor& images, const std::vector<ShapeTar
   const int64_t H = compared.size(2), W = compared.size(3);
   std::vector<torch::Tensor> terms;
   terms.reserve(targets.size());
-  for (const auto& t : targets) {
-    if (t.x1 <= t.x0 || t.y1 <= t.y0 || t.x0 < 0 || t.y0 < 0 || t.x1 > W || t.y1 > H || t.image < 0 ||
-        t.image >= compared.size(0))
+  for (const auto& given : targets) {
+    if (given.x1 <= given.x0 || given.y1 <= given.y0 || given.x0 < 0 || given.y0 < 0 || given.x1 > W ||
+        given.y1 > H || given.image < 0 || given.image >= compared.size(0))
       throw std::invalid_argument("shape_loss: a target's box lies outside the image");
-    auto tpl = opts.erase_extras && t.extra ? torch::zeros({t.y1 - t.y0 + 2, t.x1 - t.x0 + 2})
-                                            : shape_template(t.shape, t.x1 - t.x0, t.y1 - t.y0);
+    const ShapeTarget t = opts.object_size ? at_object_size(given, int(W)) : given;
+    torch::Tensor tpl;
+    if (opts.erase_extras && t.extra) {
+      tpl = torch::zeros({t.y1 - t.y0 + 2, t.x1 - t.x0 + 2});
+    } else if (t.tx1 > t.tx0) {
+      // The shape in its own box, dark elsewhere in the compared box.
+      if (t.tx0 < t.x0 || t.ty0 < t.y0 || t.tx1 > t.x1 || t.ty1 > t.y1 || t.ty1 <= t.ty0)
+        throw std::invalid_argument("shape_loss: a target's shape box lies outside its box");
+      tpl = torch::zeros({t.y1 - t.y0 + 2, t.x1 - t.x0 + 2});
+      tpl.slice(0, t.ty0 - t.y0, t.ty1 - t.y0 + 2)
+          .slice(1, t.tx0 - t.x0, t.tx1 - t.x0 + 2)
+          .copy_(shape_template(t.shape, t.tx1 - t.tx0, t.ty1 - t.ty0));
+    } else {
+      tpl = shape_template(t.shape, t.x1 - t.x0, t.y1 - t.y0);
+    }
     tpl = tpl.to(compared.device());
     // The box and its ring, clipped to the image.
     const auto [y0, y1, x0, x1] = ring_box(t, H, W);

@@ -49,7 +49,22 @@ struct ShapeTarget {
   // The image scores no worse without it (scene::extra_blobs on the wanted
   // shapes): with ShapeLossOptions::erase_extras its template is all dark.
   bool extra = false;
+  // Where the wanted shape is drawn, when not across the whole box
+  // (at_object_size): a square box inside [x0, x1) x [y0, y1), the rest of
+  // which is held dark. Empty (tx1 <= tx0): the whole box.
+  int tx0 = 0, ty0 = 0, tx1 = 0, ty1 = 0;
 };
+
+// The target at the size of an object the renderer draws: the wanted shape in
+// a square box of side max(w, h) clamped to [scene::min_side, max_side]
+// (8-12 px at 32), centred on the detector's box and moved inside the image,
+// and the compared box the union of the two. A blob larger than any object
+// is so pulled back to an object's size (its pixels outside the square are
+// held dark), and one smaller is grown to one. Without it the template fills
+// whatever box the blob has, so a blob that widens is rewarded for filling
+// its wider box: that is how DRaFT grew fields of colour across the frame
+// (docs/benchmarks.md, thirty-ninth session).
+ShapeTarget at_object_size(const ShapeTarget& t, int size);
 
 // The blobs of each image [B, 3, S, S] and the shapes that would score its
 // prompt best (scene::best_shapes; blobs past its first kMaxAssignedBlobs are
@@ -128,6 +143,11 @@ struct ShapeLossOptions {
   // into whatever best_shapes parked it on, a shape the prompt does not ask
   // for, and nothing pushes back when blobs multiply.
   bool erase_extras = false;
+  // Every target is compared at_object_size (above), not across its own box.
+  // Measured (thirty-ninth session, docs/benchmarks.md): alone, the blobs
+  // keep an object's size but multiply; with erase_extras the reward rose
+  // steadily, the best honest end point so far.
+  bool object_size = false;
 };
 
 struct ShapeLossStats {

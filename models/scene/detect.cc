@@ -82,6 +82,10 @@ int min_area(int size) {
   return std::max(4, 12 * size * size / (32 * 32));
 }
 
+int max_object_side(int size) {
+  return size / 2;
+}
+
 int snap_pixel(float r, float g, float b) {
   // min/max rather than std::clamp: they compile to branch-free minss/maxss.
   const float p[3] = {std::min(std::max(r, -1.f), 1.f) + 1, std::min(std::max(g, -1.f), 1.f) + 1,
@@ -121,6 +125,7 @@ std::vector<Detection> detect(const float* chw, int size) {
   std::vector<Detection> out;
   std::vector<int> stack;
   const int min_px = min_area(size);
+  const int max_side = max_object_side(size);
   constexpr int8_t kVisited = -2;
   for (int start = 0; start < static_cast<int>(label.size()); ++start) {
     const int8_t colour = label[start];
@@ -152,6 +157,7 @@ std::vector<Detection> detect(const float* chw, int size) {
     if (d.area < min_px) continue;
     const int w = d.x1 - d.x0, h = d.y1 - d.y0;
     if (w > kMaxAspect * h || h > kMaxAspect * w) continue;
+    if (w > max_side || h > max_side) continue;
     d.cx = static_cast<float>(sum_x) / d.area + 0.5f;
     d.cy = static_cast<float>(sum_y) / d.area + 0.5f;
     d.fill = static_cast<float>(d.area) / static_cast<float>(w * h);

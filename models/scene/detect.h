@@ -16,6 +16,13 @@
 // 3. Group: 8-connected components of one colour; components under
 //    min_area(size) (12 px at 32) are specks, and components more than
 //    kMaxAspect times wider than tall (or the reverse) are no shape: dropped.
+//    So are components wider or taller than max_object_side(size), half the
+//    image: the renderer draws objects of at most 3/8 of it, and a field of
+//    colour across the frame is a background, not an object. Without this
+//    rule post-training learnt to paint the whole frame in the prompt's
+//    colours, each field read as a square, and scored 0.47 against the base
+//    model's 0.32 while drawing no objects (docs/benchmarks.md, thirty-ninth
+//    session).
 // 4. Classify: an upward triangle keeps two thirds of its pixels in its lower
 //    half, so its centroid sits at ~0.6 of its box's height where the
 //    symmetric shapes sit at 0.5; at least kTriangleCentroid is a triangle
@@ -62,6 +69,7 @@ inline constexpr float kTriangleFill = 0.6f;
 inline constexpr float kSquareFill = 0.86f;
 
 int min_area(int size);  // 12 px at 32, scaled with the image area, at least 4
+int max_object_side(int size);  // 16 px at 32: size / 2
 
 // Detections in scan order of their first pixel. `chw` holds 3 * size * size
 // floats, nominally in [-1, 1].

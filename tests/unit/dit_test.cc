@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -848,6 +849,61 @@ TEST(Draft, AnExtraBlobGetsADarkTemplateAndItsGradientErasesIt) {
   ASSERT_EQ(found.size(), 1u);
   EXPECT_EQ(found[0].shape, scene::Shape::circle);
   EXPECT_EQ(score_batch({asked}, image.detach())[0].reward, 1.0);
+}
+
+TEST(Draft, AtObjectSizeDrawsTheShapeAtAnObjectsSizeAndPullsAWideBlobBack) {
+  auto box = [](int x0, int y0, int x1, int y1) {
+    return ShapeTarget{0, scene::Color::red, x0, y0, x1, y1, scene::Shape::square, false};
+  };
+  auto expect = [](const ShapeTarget& t, std::array<int, 4> shape_box, std::array<int, 4> compared) {
+    EXPECT_EQ((std::array<int, 4>{t.tx0, t.ty0, t.tx1, t.ty1}), shape_box);
+    EXPECT_EQ((std::array<int, 4>{t.x0, t.y0, t.x1, t.y1}), compared);
+  };
+  // A 14-px blob: a 12-px square box (max_side at 32) centred in it.
+  expect(at_object_size(box(2, 3, 16, 17), 32), {3, 4, 15, 16}, {2, 3, 16, 17});
+  // A 5 x 4 speck in the corner: an 8-px box (min_side), kept inside the image.
+  expect(at_object_size(box(0, 0, 5, 4), 32), {0, 0, 8, 8}, {0, 0, 8, 8});
+  // At the right edge, moved inside; a wide flat blob keeps its width.
+  expect(at_object_size(box(28, 10, 32, 14), 32), {24, 8, 32, 16}, {24, 8, 32, 16});
+  expect(at_object_size(box(0, 10, 16, 18), 32), {2, 8, 14, 20}, {0, 8, 16, 20});
+  // An object's own size: the same box, and the same loss as without.
+  expect(at_object_size(box(7, 9, 17, 19), 32), {7, 9, 17, 19}, {7, 9, 17, 19});
+  EXPECT_THROW(at_object_size(box(30, 0, 33, 4), 32), std::invalid_argument);
+  const auto sq = lone_square();
+  ShapeLossOptions sized;
+  sized.object_size = true;
+  for (const auto wanted : scene::kShapes)
+    EXPECT_NEAR(shape_loss(sq.image, {sq.as(wanted)}, sized).item<double>(),
+                shape_loss(sq.image, {sq.as(wanted)}, {}).item<double>(), 1e-6);
+
+  // A 16-px red square, wider than any object: across its own box its
+  // template is itself, and nothing pulls it back.
+  auto image = torch::full({1, 3, 32, 32}, -1.0f);
+  image.index_put_({0, 0, torch::indexing::Slice(6, 22), torch::indexing::Slice(8, 24)}, 1.0f);
+  const auto wide = detect_one(image);
+  ASSERT_EQ(wide.size(), 1u);
+  ASSERT_EQ(wide[0].x1 - wide[0].x0, 16);
+  const ShapeTarget t{0, scene::Color::red, wide[0].x0, wide[0].y0, wide[0].x1, wide[0].y1, scene::Shape::square, true};
+  auto x = image.clone().requires_grad_(true);
+  shape_loss(x, {t}, {}).backward();
+  EXPECT_LT(x.grad().abs().max().item<double>(), 1e-3);
+  EXPECT_GT(shape_loss(image, {t}, sized).item<double>(), 0.05);
+  // At an object's size, descending the loss on the pixels shrinks it to a
+  // square of 12 px that the detector still finds.
+  torch::optim::Adam opt({x}, torch::optim::AdamOptions(0.02));
+  auto targets = shape_targets({red(scene::Shape::square)}, x);
+  for (int step = 0; step < 400 && !targets.empty() && targets[0].x1 - targets[0].x0 > 12; ++step) {
+    opt.zero_grad();
+    shape_loss(x, targets, sized).backward();
+    opt.step();
+    targets = shape_targets({red(scene::Shape::square)}, x);
+  }
+  const auto found = detect_one(x.detach());
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].shape, scene::Shape::square);
+  EXPECT_LE(found[0].x1 - found[0].x0, 12);
+  EXPECT_LE(found[0].y1 - found[0].y0, 12);
+  EXPECT_GE(found[0].x1 - found[0].x0, 10) << "shrunk, not erased";
 }
 
 TEST(Draft, TheBackgroundTermHoldsDarkWhatLiesOutsideTheBlobsOfImagesWithTheirObjects) {

@@ -469,6 +469,27 @@ TEST(Detect, NothingInDarknessSpecksOrStrangeColours) {
   EXPECT_EQ(snap_pixel(1, 1, 1), -1);        // white
 }
 
+TEST(Detect, AFieldOfColourWiderThanHalfTheImageIsNoObject) {
+  // A field of colour is a background, not an object: the whole frame, or a
+  // square one pixel wider or taller than half the image. Half the image
+  // itself is still an object.
+  auto red_rect = [](int w, int h) {
+    std::vector<float> img(3 * 32 * 32, -1.f);
+    for (int y = 0; y < h; ++y)
+      for (int x = 0; x < w; ++x) img[y * 32 + x] = 1.f;
+    return img;
+  };
+  EXPECT_EQ(max_object_side(32), 16);
+  EXPECT_TRUE(detect(red_rect(32, 32).data(), 32).empty());
+  EXPECT_TRUE(detect(red_rect(17, 17).data(), 32).empty());
+  EXPECT_TRUE(detect(red_rect(16, 17).data(), 32).empty());
+  EXPECT_TRUE(detect(red_rect(17, 16).data(), 32).empty());
+  const auto half = detect(red_rect(16, 16).data(), 32);
+  ASSERT_EQ(half.size(), 1u);
+  EXPECT_EQ(half[0].shape, Shape::square);
+  EXPECT_EQ(half[0].x1, 16);
+}
+
 TEST(Detect, ReadsRenderedScenesBack) {
   const int n = 3000;
   int ok = 0, seed = 0;

@@ -101,7 +101,8 @@ int main(int argc, char** argv) {
   double minutes = 30, lr = 2e-4, guidance = -1, soft_width = 1, draft_ring_weight = 1,
          draft_hold = 0, draft_bce_weight = 0, draft_ptx = 0, draft_background = 0,
          draft_temperature = models::ShapeLossOptions{}.temperature;
-  bool per_group_std = false, draft_through_clamp = false, draft_erase_extras = false;
+  bool per_group_std = false, draft_through_clamp = false, draft_erase_extras = false,
+       draft_object_size = false;
   uint64_t seed = 1;
   models::SamplerOptions sampler;
   models::GrpoOptions grpo;
@@ -178,6 +179,10 @@ int main(int argc, char** argv) {
                "draft: compare the blobs the image would score no worse without (an extra count, or a shape the "
                "prompt does not ask for) with an all-dark template, so that they go out instead of being shaped "
                "(models/draft.h; the log's extras counts them either way)");
+  app.add_flag("--draft-object-size", draft_object_size,
+               "draft: draw each blob's wanted shape at the size of an object the renderer draws (a square box of "
+               "8-12 px at 32, centred on the blob), holding dark the rest of the blob's box, so that a blob wider "
+               "than any object is pulled back rather than rewarded for filling its box (models/draft.h)");
   app.add_option("--draft-background", draft_background,
                  "draft: weight of the background term, which holds dark the pixels outside every blob's box "
                  "and ring in the images that already have as many blobs as their prompt asks objects, so that "
@@ -301,7 +306,7 @@ int main(int argc, char** argv) {
     const std::vector<std::string> draft_only = {
         "--draft-steps",   "--draft-loss",        "--draft-ring-weight",  "--draft-hold",
         "--draft-targets", "--draft-temperature", "--draft-through-clamp", "--draft-erase-extras",
-        "--draft-ptx",     "--draft-ptx-batch", "--draft-background"};
+        "--draft-ptx",     "--draft-ptx-batch", "--draft-background", "--draft-object-size"};
     if (!draft && std::any_of(draft_only.begin(), draft_only.end(),
                               [&](const auto& o) { return app.count(o) > 0; })) {
       std::string names;
@@ -362,6 +367,7 @@ int main(int argc, char** argv) {
     draft_opts.loss.bce_weight = draft_bce_weight;
     draft_opts.loss.temperature = draft_temperature;
     draft_opts.loss.erase_extras = draft_erase_extras;
+    draft_opts.loss.object_size = draft_object_size;
     draft_opts.ptx_weight = draft_ptx;
     draft_opts.background_weight = draft_background;
     if (app.count("--draft-ptx-batch") > 0 && !(draft_ptx > 0))
