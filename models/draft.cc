@@ -7,6 +7,7 @@
 #include "models/evaluate.h"
 #include "models/flow.h"
 #include "models/sampler.h"
+#include "models/scene/geometry.h"
 #include "models/scene/palette.h"
 #include "models/scene/render.h"
 #include "models/scene/soft.h"
@@ -42,6 +43,90 @@ std::vector<ShapeTarget> lost_blobs(const std::vector<ShapeTarget>& own, const s
   return lost;
 }
 
+namespace {
+
+scene::Box box_of(const ShapeTarget& t) { return {double(t.x0), double(t.y0), double(t.x1), double(t.y1)}; }
+
+// Whether a target stands for clause c: a blob kept (not extra) whose wanted
+// shape is the clause's, of its colour where it asks one.
+bool serves(const ShapeTarget& t, const scene::Clause& c) {
+  return !t.extra && t.shape == c.shape && (!c.color || t.color == *c.color);
+}
+
+}  // namespace
+
+std::vector<ShapeTarget> missing_objects(const std::vector<scene::Prompt>& prompts, const torch::Tensor& images,
+                                         const std::vector<ShapeTarget>& targets, double temperature) {
+  if (images.dim() != 4 || int64_t(prompts.size()) != images.size(0))
+    throw std::invalid_argument("missing_objects: one prompt per image [B, 3, S, S] is needed");
+  const int S = int(images.size(2)), side = (scene::min_side(S) + scene::max_side(S)) / 2, span = S - side + 1;
+  torch::Tensor sums;  // [B, 6, span, span]: the soft snap summed over each side x side window
+  {
+    torch::NoGradGuard no_grad;
+    const auto m = soft_color_masks(images.detach(), temperature).to(torch::kCPU);
+    sums = torch::avg_pool2d(m, side, 1).contiguous();
+  }
+  const auto sum = sums.accessor<float, 4>();
+  std::vector<ShapeTarget> out;
+  for (int64_t i = 0; i < images.size(0); ++i) {
+    const auto& p = prompts[size_t(i)];
+    // This image's blobs, then the boxes placed for it: what a new box keeps off.
+    std::vector<ShapeTarget> here;
+    for (const auto& t : targets)
+      if (t.image == i) here.push_back(t);
+    auto free_at = [&](int x, int y) {
+      return std::none_of(here.begin(), here.end(), [&](const ShapeTarget& t) {
+        return x - 1 < t.x1 + 1 && t.x0 - 1 < x + side + 1 && y - 1 < t.y1 + 1 && t.y0 - 1 < y + side + 1;
+      });
+    };
+    for (size_t k = 0; k < p.include.size(); ++k) {
+      const auto& c = p.include[k];
+      auto of_clause = [&](size_t j) {
+        std::vector<scene::Box> boxes;
+        for (const auto& t : here)
+          if (serves(t, p.include[j])) boxes.push_back(box_of(t));
+        return boxes;
+      };
+      int missing = c.count - int(of_clause(k).size());
+      // The colours it may take: its own, or its blobs', or any.
+      std::vector<scene::Color> colours;
+      if (c.color) colours = {*c.color};
+      for (const auto& t : here)
+        if (colours.empty() && serves(t, c)) colours = {t.color};
+      if (colours.empty()) colours.assign(scene::kColors.begin(), scene::kColors.end());
+      for (; missing > 0; --missing) {
+        // The relations a box for clause k must hold, against the boxes there are.
+        auto holds = [&](const scene::Box& b) {
+          if (c.relation)
+            for (const auto& other : of_clause(size_t(c.relation_target)))
+              if (!scene::relative_position(b, other).contains(*c.relation)) return false;
+          for (size_t j = 0; j < p.include.size(); ++j)
+            if (p.include[j].relation && size_t(p.include[j].relation_target) == k)
+              for (const auto& other : of_clause(j))
+                if (!scene::relative_position(other, b).contains(*p.include[j].relation)) return false;
+          return true;
+        };
+        float best = -1;
+        ShapeTarget t;
+        for (const auto colour : colours)
+          for (int y = 0; y < span; ++y)
+            for (int x = 0; x < span; ++x) {
+              const float v = sum[i][int(colour)][y][x];
+              if (v <= best || !free_at(x, y)) continue;
+              const scene::Box b{double(x), double(y), double(x + side), double(y + side)};
+              if (!holds(b)) continue;
+              best = v;
+              t = {i, colour, x, y, x + side, y + side, c.shape, false, false, x, y, x + side, y + side, true};
+            }
+        if (best < 0) break;
+        here.push_back(t);
+        out.push_back(t);
+      }
+    }
+  }
+  return out;
+}
+
 ShapeTarget at_object_size(const ShapeTarget& t, int size) {
   if (t.x1 <= t.x0 || t.y1 <= t.y0 || t.x0 < 0 || t.y0 < 0 || t.x1 > size || t.y1 > size)
     throw std::invalid_argument("at_object_size: the target's box lies outside the image");
@@ -60,9 +145,11 @@ namespace {
 
 // The blob counts of a target list, as ShapeLossStats reports them.
 void count_targets(const std::vector<ShapeTarget>& targets, ShapeLossStats& stats) {
-  stats.targets = int(targets.size());
-  stats.called_right = stats.extras = 0;
-  for (const auto& t : targets) stats.called_right += t.called_right, stats.extras += t.extra;
+  stats.targets = stats.called_right = stats.extras = stats.missing = 0;
+  for (const auto& t : targets) {
+    stats.targets += !t.missing, stats.missing += t.missing;
+    stats.called_right += t.called_right, stats.extras += t.extra;
+  }
 }
 
 // A blob's box and its one-pixel ring, clipped to an H x W image: rows
@@ -135,6 +222,8 @@ torch::Tensor shape_loss(const torch::Tensor& images, const std::vector<ShapeTar
   const double batch = double(std::max<int64_t>(1, images.size(0)));
   if (stats) *stats = {};
   if (!(opts.ring_weight >= 0)) throw std::invalid_argument("shape_loss: the ring's weight must be 0 or more");
+  if (!(opts.missing_weight >= 0))
+    throw std::invalid_argument("shape_loss: the missing objects' weight must be 0 or more");
   if (targets.empty()) return (images * 0).sum();
   // The pixel loss compares the pixels themselves; the others, their soft snap.
   const bool on_pixels = opts.kind == ShapeLossOptions::Kind::pixel;
@@ -196,12 +285,13 @@ torch::Tensor shape_loss(const torch::Tensor& images, const std::vector<ShapeTar
       }
     }
     if (held) per_pixel = per_pixel + opts.hold_weight * tpl * box_error;
+    const double weight = t.missing ? opts.missing_weight : 1.0;
     if (opts.ring_weight == 1.0) {
-      terms.push_back(per_pixel.mean());
+      terms.push_back(weight * per_pixel.mean());
     } else {
       auto w = torch::full_like(per_pixel, opts.ring_weight);
       w.slice(0, t.y0 - y0, t.y1 - y0).slice(1, t.x0 - x0, t.x1 - x0).fill_(1.0);
-      terms.push_back((w * per_pixel).sum() / w.sum());
+      terms.push_back(weight * (w * per_pixel).sum() / w.sum());
     }
   }
   auto loss = torch::stack(terms).sum() / batch;
@@ -321,6 +411,7 @@ DraftStepStats draft_step(DiT& model, torch::optim::Optimizer& opt, const std::v
   auto images = sample_with_grad_tail(model, tokens, seeds, opts.steps, opts.shift, opts.guidance, opts.grad_steps,
                                       anchored ? &early : nullptr);
   auto targets = shape_targets(prompts, images, &out.scores);
+  const auto own_targets = targets;
   // The trained images' blobs, which the log reports whatever the loss compares.
   ShapeLossStats own;
   count_targets(targets, own);
@@ -340,6 +431,12 @@ DraftStepStats draft_step(DiT& model, torch::optim::Optimizer& opt, const std::v
       const auto lost = lost_blobs(targets, theirs);
       targets.insert(targets.end(), lost.begin(), lost.end());
     }
+  }
+  if (opts.add_missing) {
+    // Placed around the own blobs, whatever else the loss compares.
+    const auto missing = missing_objects(prompts, images, own_targets, opts.loss.temperature);
+    targets.insert(targets.end(), missing.begin(), missing.end());
+    own.missing = int(missing.size());
   }
   opt.zero_grad();
   auto loss = shape_loss(images, targets, opts.loss, &out.loss);

@@ -53,7 +53,29 @@ struct ShapeTarget {
   // (at_object_size): a square box inside [x0, x1) x [y0, y1), the rest of
   // which is held dark. Empty (tx1 <= tx0): the whole box.
   int tx0 = 0, ty0 = 0, tx1 = 0, ty1 = 0;
+  // Not a blob: an object the prompt asks for that no blob stands for
+  // (missing_objects), drawn where the model comes nearest to drawing it.
+  bool missing = false;
 };
+
+// The objects each prompt asks for that no blob of `targets` (shape_targets's
+// on the same images) stands for, each as a target of the wanted shape and
+// colour in a square box of an object's size, (min_side + max_side) / 2
+// (10 px at 32). Why: the shape loss shapes only the blobs drawn, so an
+// object the model leaves out costs nothing it can follow; a missing object
+// scores 0 on its clause (and on the relation that needs it), and the
+// evaluations' multi-object tags lose most of their reward there. A clause's
+// blobs are the non-extra ones whose wanted shape is the clause's, of its
+// colour where it asks one. The box goes where the soft snap to its colour
+// (a clause without one: the colour of the clause's other blobs, or else
+// any) sums highest, so the loss lights what the model already half draws;
+// it keeps off every blob's box and ring and off the boxes placed before it,
+// and where the clause is in a relation with another whose blobs (or placed
+// boxes) exist, only positions where relative_position holds are allowed.
+// Clauses are served in order, so "A left of B" places B first. No position
+// left: that object gets no target.
+std::vector<ShapeTarget> missing_objects(const std::vector<scene::Prompt>& prompts, const torch::Tensor& images,
+                                         const std::vector<ShapeTarget>& targets, double temperature);
 
 // The target at the size of an object the renderer draws: the wanted shape in
 // a square box of side max(w, h) clamped to [scene::min_side, max_side]
@@ -148,6 +170,9 @@ struct ShapeLossOptions {
   // keep an object's size but multiply; with erase_extras the reward rose
   // steadily, the best honest end point so far.
   bool object_size = false;
+  // Weight of the missing objects' targets (ShapeTarget::missing) against
+  // the blobs' (1).
+  double missing_weight = 1.0;
 };
 
 struct ShapeLossStats {
@@ -155,6 +180,7 @@ struct ShapeLossStats {
   int targets = 0;       // blobs in the batch
   int called_right = 0;  // of them, called the wanted shape already
   int extras = 0;        // of them, extra (whether or not they are erased)
+  int missing = 0;       // targets that are missing objects, not blobs (not in `targets`)
 };
 
 // The soft snap of every pixel to every palette colour: [B, 6, S, S] in (0, 1).
@@ -255,6 +281,8 @@ struct DraftOptions {
   // without it (0.399 and 0.410 on the 512 images); with the ring at 1, 5
   // dimmed the blobs (1.9 to 1.5 an image) and the run fell.
   double background_weight = 0;
+  // Add missing_objects's targets to the loss's, weighted loss.missing_weight.
+  bool add_missing = false;
 };
 
 // Rendered scenes for the pre-training mix: x0 [B, 3, S, S] with their

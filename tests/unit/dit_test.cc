@@ -18,6 +18,7 @@
 #include "models/nft.h"
 #include "models/sampler.h"
 #include "models/scene/detect.h"
+#include "models/scene/geometry.h"
 #include "models/scene/prompt.h"
 #include "models/scene/render.h"
 #include "tools/common/device.h"
@@ -962,6 +963,102 @@ TEST(Draft, TheBackgroundTermHoldsDarkWhatLiesOutsideTheBlobsOfImagesWithTheirOb
   // No targets, no background held; a prompt per row is needed.
   EXPECT_EQ(background_loss({prompts[0]}, clean, {}, temp).item<double>(), 0);
   EXPECT_THROW(background_loss({prompts[0]}, images.detach(), targets, temp), std::invalid_argument);
+}
+
+namespace {
+
+// `image` [1, 3, 32, 32] with colour c painted at `alpha` of its brightness
+// over [x0, x1) x [y0, y1) (alpha 1: the palette's colour; under the
+// detector's kMinAlpha: too dim to be found).
+torch::Tensor painted(torch::Tensor image, scene::Color c, int x0, int y0, int x1, int y1, float alpha) {
+  const auto rgb = scene::color_rgb(c);
+  for (int k = 0; k < 3; ++k)
+    image.index_put_({0, k, torch::indexing::Slice(y0, y1), torch::indexing::Slice(x0, x1)},
+                     alpha * (rgb[size_t(k)] + 1) - 1);
+  return image;
+}
+
+torch::Tensor dark() { return torch::full({1, 3, 32, 32}, -1.0f); }
+
+}  // namespace
+
+TEST(Draft, MissingObjectsArePlacedWhereTheModelNearlyDrawsThemAndWhereTheRelationsHold) {
+  const double temp = ShapeLossOptions{}.temperature;
+  const int side = (scene::min_side(32) + scene::max_side(32)) / 2;
+  // "a red circle" on a dark image with a faint red patch the detector does
+  // not find: one missing red circle, its box over the patch.
+  const auto circle = red(scene::Shape::circle);
+  const auto faint = painted(dark(), scene::Color::red, 18, 4, 26, 12, 0.3f);
+  ASSERT_TRUE(detect_one(faint).empty());
+  const auto missing = missing_objects({circle}, faint, shape_targets({circle}, faint), temp);
+  ASSERT_EQ(missing.size(), 1u);
+  const auto& m = missing[0];
+  EXPECT_TRUE(m.missing);
+  EXPECT_EQ(m.color, scene::Color::red);
+  EXPECT_EQ(m.shape, scene::Shape::circle);
+  EXPECT_EQ((std::array<int, 4>{m.x1 - m.x0, m.y1 - m.y0, m.tx1 - m.tx0, m.ty1 - m.ty0}),
+            (std::array<int, 4>{side, side, side, side}));
+  EXPECT_TRUE(m.x0 <= 18 && m.x1 >= 26 && m.y0 <= 4 && m.y1 >= 12) << "over the patch";
+  // Its weight, and the stats count it apart from the blobs.
+  ShapeLossOptions twice;
+  twice.missing_weight = 2;
+  ShapeLossStats st;
+  EXPECT_NEAR(shape_loss(faint, missing, twice, &st).item<double>(), 2 * shape_loss(faint, missing).item<double>(),
+              1e-6);
+  EXPECT_EQ(st.targets, 0);
+  EXPECT_EQ(st.missing, 1);
+  twice.missing_weight = -1;
+  EXPECT_THROW(shape_loss(faint, missing, twice), std::invalid_argument);
+  // Descending the loss on the pixels draws the circle: found, full marks,
+  // and nothing missing any more.
+  auto x = faint.clone().requires_grad_(true);
+  torch::optim::Adam opt({x}, torch::optim::AdamOptions(0.02));
+  for (int step = 0; step < 300; ++step) {
+    opt.zero_grad();
+    shape_loss(x, missing).backward();
+    opt.step();
+  }
+  const auto drawn = x.detach();
+  EXPECT_EQ(score_batch({circle}, drawn)[0].reward, 1.0);
+  EXPECT_TRUE(missing_objects({circle}, drawn, shape_targets({circle}, drawn), temp).empty());
+  // A rendered "a red circle" misses nothing; under "two red circles" one is
+  // missing, placed off the drawn circle's box and ring.
+  const auto one = rendered(circle, 5);
+  EXPECT_TRUE(missing_objects({circle}, one, shape_targets({circle}, one), temp).empty());
+  const auto two = red(scene::Shape::circle, 2);
+  const auto drawn_one = shape_targets({two}, one);
+  ASSERT_EQ(drawn_one.size(), 1u);
+  const auto second = missing_objects({two}, one, drawn_one, temp);
+  ASSERT_EQ(second.size(), 1u);
+  const auto& d = drawn_one[0];
+  EXPECT_TRUE(second[0].x0 > d.x1 || second[0].x1 < d.x0 || second[0].y0 > d.y1 || second[0].y1 < d.y0);
+
+  // "a red square left of a green triangle" (the triangle is clause 0, the
+  // square clause 1, left of it): a red square drawn, no triangle; a bright
+  // green patch below the square and a faint one right of it.
+  scene::Clause triangle{scene::Shape::triangle, 1, scene::Color::green};
+  scene::Clause square{scene::Shape::square, 1, scene::Color::red, scene::Relation::left_of, 0};
+  scene::Prompt left_of{scene::Tag::position, {triangle, square}};
+  scene::Prompt both{scene::Tag::color_attr, {triangle, scene::Clause{scene::Shape::square, 1, scene::Color::red}}};
+  auto image = painted(dark(), scene::Color::red, 2, 11, 10, 19, 1.0f);
+  image = painted(image, scene::Color::green, 2, 22, 10, 30, 0.4f);
+  image = painted(image, scene::Color::green, 20, 12, 28, 20, 0.3f);
+  const auto sq = shape_targets({left_of}, image);
+  ASSERT_EQ(sq.size(), 1u);
+  ASSERT_EQ(sq[0].shape, scene::Shape::square);
+  const auto placed = missing_objects({left_of}, image, sq, temp);
+  ASSERT_EQ(placed.size(), 1u);
+  EXPECT_EQ(placed[0].color, scene::Color::green);
+  EXPECT_EQ(placed[0].shape, scene::Shape::triangle);
+  const scene::Box square_box{double(sq[0].x0), double(sq[0].y0), double(sq[0].x1), double(sq[0].y1)};
+  const scene::Box tri_box{double(placed[0].x0), double(placed[0].y0), double(placed[0].x1), double(placed[0].y1)};
+  EXPECT_TRUE(scene::relative_position(square_box, tri_box).contains(scene::Relation::left_of));
+  EXPECT_TRUE(placed[0].x0 <= 20 && placed[0].x1 >= 28) << "over the faint patch on the right";
+  // Without the relation the brighter patch below wins.
+  const auto anywhere = missing_objects({both}, image, shape_targets({both}, image), temp);
+  ASSERT_EQ(anywhere.size(), 1u);
+  EXPECT_GE(anywhere[0].y0, sq[0].y1) << "below the square";
+  EXPECT_THROW(missing_objects({left_of, both}, image, sq, temp), std::invalid_argument);
 }
 
 TEST(Draft, TheGradTailRollsOutWhatTheSamplerDoesAndReachesTheWeights) {

@@ -99,7 +99,7 @@ int main(int argc, char** argv) {
   std::string lr_decay = "none", draft_loss = "mse", draft_targets = "own";
   std::vector<std::string> lr_scale_texts;  // --lr-scale PREFIX=S, in order
   double minutes = 30, lr = 2e-4, guidance = -1, soft_width = 1, draft_ring_weight = 1,
-         draft_hold = 0, draft_bce_weight = 0, draft_ptx = 0, draft_background = 0,
+         draft_hold = 0, draft_bce_weight = 0, draft_ptx = 0, draft_background = 0, draft_missing = 0,
          draft_temperature = models::ShapeLossOptions{}.temperature;
   bool per_group_std = false, draft_through_clamp = false, draft_erase_extras = false,
        draft_object_size = false;
@@ -187,6 +187,11 @@ int main(int argc, char** argv) {
                  "draft: weight of the background term, which holds dark the pixels outside every blob's box "
                  "and ring in the images that already have as many blobs as their prompt asks objects, so that "
                  "blobs nobody asked for do not appear (models/draft.h; measured no better; 0: off)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--draft-missing", draft_missing,
+                 "draft: weight of the missing objects, each object the prompt asks for that no blob stands for "
+                 "compared with its wanted shape and colour at an object's size, placed where the model comes "
+                 "nearest to drawing it and where the prompt's relations hold (models/draft.h; 0: off)")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--draft-ptx", draft_ptx,
                  "draft: weight of the pre-training mix, the flow-matching loss on freshly rendered scenes (15 % "
@@ -306,7 +311,8 @@ int main(int argc, char** argv) {
     const std::vector<std::string> draft_only = {
         "--draft-steps",   "--draft-loss",        "--draft-ring-weight",  "--draft-hold",
         "--draft-targets", "--draft-temperature", "--draft-through-clamp", "--draft-erase-extras",
-        "--draft-ptx",     "--draft-ptx-batch", "--draft-background", "--draft-object-size"};
+        "--draft-ptx",     "--draft-ptx-batch", "--draft-background", "--draft-object-size",
+        "--draft-missing"};
     if (!draft && std::any_of(draft_only.begin(), draft_only.end(),
                               [&](const auto& o) { return app.count(o) > 0; })) {
       std::string names;
@@ -370,6 +376,8 @@ int main(int argc, char** argv) {
     draft_opts.loss.object_size = draft_object_size;
     draft_opts.ptx_weight = draft_ptx;
     draft_opts.background_weight = draft_background;
+    draft_opts.add_missing = draft_missing > 0;
+    draft_opts.loss.missing_weight = draft_missing;
     if (app.count("--draft-ptx-batch") > 0 && !(draft_ptx > 0))
       throw std::invalid_argument("--draft-ptx-batch sizes the pre-training mix, which is off without --draft-ptx");
     if (draft_bce_weight > 0 && (!draft || draft_loss != "mse"))
@@ -583,7 +591,7 @@ int main(int argc, char** argv) {
                   << ",\"reward_std\":" << rewards.std(false).item<double>()
                   << ",\"best_of_group\":" << models::best_of_group_mean(rewards, group)
                   << ",\"loss\":" << st.loss.loss << ",\"blobs\":" << st.loss.targets
-                  << ",\"called_right\":" << st.loss.called_right << ",\"extras\":" << st.loss.extras
+                  << ",\"called_right\":" << st.loss.called_right << ",\"extras\":" << st.loss.extras << ",\"missing\":" << st.loss.missing
                   << ",\"reference_mse\":" << st.reference_mse << ",\"grad_norm\":" << st.grad_norm
                   << ",\"ptx_loss\":" << st.ptx_loss << ",\"background_loss\":" << st.background_loss
                   << ",\"background_images\":" << st.background_images << ",\"step_s\":" << std::chrono::duration<double>(Clock::now() - r0).count()
