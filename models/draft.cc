@@ -399,9 +399,11 @@ DraftStepStats draft_step(DiT& model, torch::optim::Optimizer& opt, const std::v
   if (opts.targets != DraftOptions::Targets::own && !reference)
     throw std::invalid_argument("draft_step: reference targets need the reference model");
   if (opts.ptx_weight > 0 && !ptx) throw std::invalid_argument("draft_step: the pre-training mix needs its batch");
+  if (!(opts.early_weight >= 0)) throw std::invalid_argument("draft_step: the early prediction's weight must be 0 or more");
   const bool anchored = reference && opts.reference_weight > 0 && opts.grad_steps < opts.steps;
+  const bool predicted = opts.early_weight > 0 && opts.grad_steps < opts.steps;
   EarlyLatent early;
-  if (anchored) {
+  if (anchored || predicted) {
     // A step drawn uniformly from those without the graph, keyed by the
     // iteration's seeds (fresh each iteration, fixed by the run's --seed).
     uint64_t h = 0x9e3779b97f4a7c15ULL;
@@ -409,7 +411,8 @@ DraftStepStats draft_step(DiT& model, torch::optim::Optimizer& opt, const std::v
     early.step = int((h >> 17) % uint64_t(opts.steps - opts.grad_steps));
   }
   auto images = sample_with_grad_tail(model, tokens, seeds, opts.steps, opts.shift, opts.guidance, opts.grad_steps,
-                                      anchored ? &early : nullptr);
+                                      anchored || predicted ? &early : nullptr);
+  if (anchored || predicted) out.anchored_step = early.step;
   auto targets = shape_targets(prompts, images, &out.scores);
   const auto own_targets = targets;
   // The trained images' blobs, which the log reports whatever the loss compares.
@@ -447,8 +450,14 @@ DraftStepStats draft_step(DiT& model, torch::optim::Optimizer& opt, const std::v
     const auto mse = reference_mse(guided_velocity(model, early.x, s, tokens, opts.guidance), *reference, early.x, s,
                                    tokens, opts.guidance);
     out.reference_mse = mse.item<double>();
-    out.anchored_step = early.step;
     loss = loss + opts.reference_weight * mse;
+  }
+  if (predicted) {
+    const auto s = torch::full({early.x.size(0)}, early.sigma, early.x.options());
+    const auto x0 = early.x - early.sigma * guided_velocity(model, early.x, s, tokens, opts.guidance);
+    const auto e = shape_loss(x0, targets, opts.loss);
+    out.early_loss = e.item<double>();
+    loss = loss + opts.early_weight * e;
   }
   if (opts.background_weight > 0) {
     out.background_loss = background.item<double>();

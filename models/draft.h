@@ -283,6 +283,16 @@ struct DraftOptions {
   double background_weight = 0;
   // Add missing_objects's targets to the loss's, weighted loss.missing_weight.
   bool add_missing = false;
+  // The early prediction: early_weight times the shape loss (the same
+  // targets, found on the final image) of the clean image the model predicts
+  // at one step without the graph, x_s - sigma_s v(x_s), drawn per iteration
+  // as the anchor's is (0: off). Why: the gradient of the last K steps
+  // reaches only what the weights do at low noise, while where the objects
+  // are, how large and how many is laid out at high noise (every step
+  // before the last 6 of 20 has sigma above 0.6 at shift 3); a missing
+  // object's target changed nothing through the last steps alone (fortieth
+  // session, docs/benchmarks.md). One more guided evaluation with its graph.
+  double early_weight = 0;
 };
 
 // Rendered scenes for the pre-training mix: x0 [B, 3, S, S] with their
@@ -305,7 +315,8 @@ struct DraftStepStats {
   std::vector<scene::Score> scores;  // mini-GenEval's, of the rolled-out images
   ShapeLossStats loss;
   double reference_mse = 0;  // |v - v_ref|^2 at the anchored step (0 without an anchor)
-  int anchored_step = -1;
+  int anchored_step = -1;  // the early step drawn, for the anchor or the early prediction (-1: none)
+  double early_loss = 0;   // the early prediction's shape loss (0 without it)
   double grad_norm = 0;  // before clipping
   double ptx_loss = 0;   // the pre-training mix's flow-matching loss (0 without it)
   double background_loss = 0;  // background_loss's value (0 without it)

@@ -1154,6 +1154,59 @@ TEST(Draft, TheReferenceAnchorHoldsTheEarlyStepsNearTheStartingWeights) {
                                                  << " against " << distance[0.0] << " without it";
 }
 
+TEST(Draft, TheEarlyPredictionIsTheShapeLossOfTheCleanImagePredictedAtAnEarlyStep) {
+  const std::string path = std::string(SPOTLIGHT_SOURCE_DIR) + "/models/checkpoints/tiny.pt";
+  auto shipped = load_checkpoint(path);
+  const auto prompts = some_prompts(4, 21);
+  auto tokens = encode_prompts(prompts, shipped.model->config().text_len);
+  DraftOptions opts;
+  opts.steps = 12;
+  opts.grad_steps = 2;
+  opts.guidance = shipped.info.guidance;
+  const std::vector<uint64_t> seeds = {5, 6, 7, 8};
+  // By hand, on the sampler's trajectory with the starting weights: the
+  // final image's targets, compared with x_s - sigma_s v(x_s).
+  SamplerOptions ode;
+  ode.steps = opts.steps;
+  ode.shift = opts.shift;
+  ode.noise_level = 0;
+  ode.guidance = opts.guidance;
+  ode.record = true;
+  const auto roll = sample(shipped.model, tokens, seeds, ode);
+  const auto targets = shape_targets(prompts, roll.images);
+  ASSERT_FALSE(targets.empty()) << "no blobs: the shape loss pulls on nothing";
+  const auto sigmas = shifted_sigmas(opts.steps, opts.shift);
+  // One Adam step from the same start, without and with the early prediction.
+  std::map<double, torch::Tensor> moved;
+  for (double w : {0.0, 1.0}) {
+    auto m = load_checkpoint(path).model;
+    const auto before = torch::nn::utils::parameters_to_vector(m->parameters()).detach().clone();
+    torch::optim::Adam adam(m->parameters(), torch::optim::AdamOptions(1e-3));
+    opts.early_weight = w;
+    const auto stats = draft_step(m, adam, prompts, tokens, seeds, opts);
+    if (w == 0) {
+      EXPECT_EQ(stats.anchored_step, -1);
+      EXPECT_EQ(stats.early_loss, 0.0);
+    } else {
+      ASSERT_GE(stats.anchored_step, 0);
+      ASSERT_LT(stats.anchored_step, opts.steps - opts.grad_steps);
+      const int s = stats.anchored_step;
+      auto fresh = load_checkpoint(path).model;
+      torch::NoGradGuard ng;
+      const auto x = roll.latents[size_t(s)];
+      const auto x0 = x - sigmas[size_t(s)] * guided_velocity(fresh, x, sigmas[size_t(s)], tokens, opts.guidance);
+      EXPECT_NEAR(stats.early_loss, shape_loss(x0, targets, opts.loss).item<double>(), 1e-4);
+      EXPECT_GT(stats.early_loss, 0.0);
+    }
+    moved[w] = torch::nn::utils::parameters_to_vector(m->parameters()).detach() - before;
+  }
+  EXPECT_FALSE(torch::allclose(moved[0.0], moved[1.0])) << "the early prediction's gradient reaches the weights";
+  opts.early_weight = -1;
+  auto m = load_checkpoint(path).model;
+  torch::optim::Adam adam(m->parameters(), torch::optim::AdamOptions(1e-3));
+  EXPECT_THROW(draft_step(m, adam, prompts, tokens, seeds, opts), std::invalid_argument);
+}
+
 TEST(Draft, ReferenceTargetsAreTheReferencesBlobsAndTheLogKeepsTheOwn) {
   // The loss compares the trained rollout with the blobs the reference draws
   // on the same (prompt, seed), so a blob the trained model drops still

@@ -100,6 +100,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> lr_scale_texts;  // --lr-scale PREFIX=S, in order
   double minutes = 30, lr = 2e-4, guidance = -1, soft_width = 1, draft_ring_weight = 1,
          draft_hold = 0, draft_bce_weight = 0, draft_ptx = 0, draft_background = 0, draft_missing = 0,
+         draft_early = 0,
          draft_temperature = models::ShapeLossOptions{}.temperature;
   bool per_group_std = false, draft_through_clamp = false, draft_erase_extras = false,
        draft_object_size = false;
@@ -192,6 +193,11 @@ int main(int argc, char** argv) {
                  "draft: weight of the missing objects, each object the prompt asks for that no blob stands for "
                  "compared with its wanted shape and colour at an object's size, placed where the model comes "
                  "nearest to drawing it and where the prompt's relations hold (models/draft.h; 0: off)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--draft-early", draft_early,
+                 "draft: weight of the early prediction, the shape loss of the clean image the model predicts at "
+                 "one step before the last --draft-steps (drawn per iteration), on the final image's targets, so "
+                 "that the steps that lay the objects out learn too (models/draft.h; 0: off)")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--draft-ptx", draft_ptx,
                  "draft: weight of the pre-training mix, the flow-matching loss on freshly rendered scenes (15 % "
@@ -312,7 +318,7 @@ int main(int argc, char** argv) {
         "--draft-steps",   "--draft-loss",        "--draft-ring-weight",  "--draft-hold",
         "--draft-targets", "--draft-temperature", "--draft-through-clamp", "--draft-erase-extras",
         "--draft-ptx",     "--draft-ptx-batch", "--draft-background", "--draft-object-size",
-        "--draft-missing"};
+        "--draft-missing", "--draft-early"};
     if (!draft && std::any_of(draft_only.begin(), draft_only.end(),
                               [&](const auto& o) { return app.count(o) > 0; })) {
       std::string names;
@@ -376,6 +382,7 @@ int main(int argc, char** argv) {
     draft_opts.loss.object_size = draft_object_size;
     draft_opts.ptx_weight = draft_ptx;
     draft_opts.background_weight = draft_background;
+    draft_opts.early_weight = draft_early;
     draft_opts.add_missing = draft_missing > 0;
     draft_opts.loss.missing_weight = draft_missing;
     if (app.count("--draft-ptx-batch") > 0 && !(draft_ptx > 0))
@@ -594,7 +601,7 @@ int main(int argc, char** argv) {
                   << ",\"called_right\":" << st.loss.called_right << ",\"extras\":" << st.loss.extras << ",\"missing\":" << st.loss.missing
                   << ",\"reference_mse\":" << st.reference_mse << ",\"grad_norm\":" << st.grad_norm
                   << ",\"ptx_loss\":" << st.ptx_loss << ",\"background_loss\":" << st.background_loss
-                  << ",\"background_images\":" << st.background_images << ",\"step_s\":" << std::chrono::duration<double>(Clock::now() - r0).count()
+                  << ",\"background_images\":" << st.background_images << ",\"early_loss\":" << st.early_loss << ",\"step_s\":" << std::chrono::duration<double>(Clock::now() - r0).count()
                   << ",\"elapsed_s\":" << elapsed() << "}" << std::endl;
         if (iter % eval_every == 0) run_eval(iter, iter >= iterations);
         continue;
