@@ -1094,6 +1094,21 @@ TEST(Draft, TheGradTailRollsOutWhatTheSamplerDoesAndReachesTheWeights) {
                std::invalid_argument);
 }
 
+namespace {
+
+// The sampler's options for draft_step's rollout, recording its latents.
+SamplerOptions recorded_ode(const DraftOptions& opts) {
+  SamplerOptions ode;
+  ode.steps = opts.steps;
+  ode.shift = opts.shift;
+  ode.noise_level = 0;
+  ode.guidance = opts.guidance;
+  ode.record = true;
+  return ode;
+}
+
+}  // namespace
+
 TEST(Draft, TheReferenceAnchorHoldsTheEarlyStepsNearTheStartingWeights) {
   // The shipped model draws blobs, so the shape loss has something to pull
   // on; the same three steps with and without the anchor, from the same start.
@@ -1108,13 +1123,7 @@ TEST(Draft, TheReferenceAnchorHoldsTheEarlyStepsNearTheStartingWeights) {
   opts.guidance = shipped.info.guidance;
   const auto sigmas = shifted_sigmas(opts.steps, opts.shift);
   // Mean |v - v_ref|^2 over the steps without the graph, on the reference's own trajectory.
-  SamplerOptions ode;
-  ode.steps = opts.steps;
-  ode.shift = opts.shift;
-  ode.noise_level = 0;
-  ode.guidance = opts.guidance;
-  ode.record = true;
-  const auto latents = sample(reference, tokens, {5, 6, 7, 8}, ode).latents;
+  const auto latents = sample(reference, tokens, {5, 6, 7, 8}, recorded_ode(opts)).latents;
   auto early_distance = [&](DiT& m) {
     torch::NoGradGuard ng;
     double sum = 0;
@@ -1166,13 +1175,7 @@ TEST(Draft, TheEarlyPredictionIsTheShapeLossOfTheCleanImagePredictedAtAnEarlySte
   const std::vector<uint64_t> seeds = {5, 6, 7, 8};
   // By hand, on the sampler's trajectory with the starting weights: the
   // final image's targets, compared with x_s - sigma_s v(x_s).
-  SamplerOptions ode;
-  ode.steps = opts.steps;
-  ode.shift = opts.shift;
-  ode.noise_level = 0;
-  ode.guidance = opts.guidance;
-  ode.record = true;
-  const auto roll = sample(shipped.model, tokens, seeds, ode);
+  const auto roll = sample(shipped.model, tokens, seeds, recorded_ode(opts));
   const auto targets = shape_targets(prompts, roll.images);
   ASSERT_FALSE(targets.empty()) << "no blobs: the shape loss pulls on nothing";
   const auto sigmas = shifted_sigmas(opts.steps, opts.shift);
