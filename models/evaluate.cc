@@ -3,6 +3,7 @@
 #include <fstream>
 #include <stdexcept>
 
+#include "models/scene/detect.h"
 #include "models/scene/render.h"
 #include "models/scene/soft.h"
 #include "models/scene/tokenizer.h"
@@ -113,6 +114,10 @@ EvalResult evaluate(DiT& model, const EvalOptions& opts) {
       res.soft += shapes.soft;
       res.shape_best += shapes.favourable;
     }
+    if (opts.colour_report)
+      for_each_image(chunk, images, "evaluate", [&](size_t i, const float* chw, int size) {
+        res.colours.add(chunk[i], scene::detect(chw, size));
+      });
     if (opts.keep_images) {
       res.samples = res.samples.defined() ? torch::cat({res.samples, images.cpu()}) : images.cpu();
       for (size_t i = 0; i < scores.size(); ++i) {

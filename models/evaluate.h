@@ -12,6 +12,7 @@
 
 #include "models/dit.h"
 #include "models/sampler.h"
+#include "models/scene/colour_tally.h"
 #include "models/scene/prompt.h"
 #include "models/scene/reward.h"
 
@@ -63,6 +64,7 @@ struct EvalOptions {
   bool validation = false;   // the trainer's validation set: other prompts, other seeds
   bool shape_report = false; // also the shape-soft reward and the reward with every shape call favourable
   double soft_width = 1;      // shape_report: the soft reward's width scale (soft_rewards)
+  bool colour_report = false; // also the blobs of each colour, and the asked colours drawn (scene::ColourTally)
 };
 constexpr uint64_t kEvalSeedBase = 0x5eed0000;
 constexpr uint64_t kValidationSeedBase = 0x7a110000;
@@ -74,6 +76,7 @@ struct EvalResult {
   double soft = 0;        // shape_report: mean scene::expected_reward
   double shape_best = 0;  // shape_report: mean scene::best_reward_over_shapes
   std::map<std::string, double> reward_by_tag;
+  scene::ColourTally colours;  // colour_report
   torch::Tensor samples;                // keep_images: [images, 3, S, S]
   std::vector<std::string> texts;       // keep_images: the prompt of each image
   std::vector<double> rewards;          // keep_images: the reward of each image

@@ -11,6 +11,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "models/scene/colour_tally.h"
 #include "models/scene/detect.h"
 #include "models/scene/geometry.h"
 #include "models/scene/palette.h"
@@ -710,6 +711,26 @@ TEST(Score, ColourTerm) {
   EXPECT_DOUBLE_EQ(score(attr, {rc, gs}).reward, 0.75);  // 1, 1, 1, 0
   EXPECT_DOUBLE_EQ(score(attr, {bc, gs}).reward, 0.5);   // 1, 0, 1, 0
   EXPECT_DOUBLE_EQ(score(attr, {rc}).reward, 0.5);       // 1, 1, 0, 0
+}
+
+TEST(ColourTally, CountsTheBlobsOfEachColourAndWhetherTheAskedColoursAreDrawn) {
+  const Prompt attr = make_prompt(Tag::color_attr, {clause(Shape::circle, 1, Color::red),
+                                                    clause(Shape::square, 1, Color::blue)});
+  const Prompt any = make_prompt(Tag::single_object, {clause(Shape::circle, 1, std::nullopt)});
+  ColourTally t;
+  // Red drawn (as a square: the colour counts whatever the shape), blue not.
+  t.add(attr, {det(Shape::square, Color::red, 0, 0), det(Shape::circle, Color::green, 15, 0)});
+  t.add(attr, {det(Shape::circle, Color::red, 0, 0), det(Shape::square, Color::blue, 15, 15)});
+  t.add(any, {det(Shape::circle, Color::red, 0, 0)});  // asks no colour
+  EXPECT_EQ(t.images, 3);
+  EXPECT_DOUBLE_EQ(t.blobs_per_image(Color::red), 1.0);
+  EXPECT_DOUBLE_EQ(t.blobs_per_image(Color::blue), 1.0 / 3);
+  EXPECT_DOUBLE_EQ(t.blobs_per_image(Color::cyan), 0.0);
+  EXPECT_EQ(t.asked[size_t(Color::red)], 2);
+  EXPECT_DOUBLE_EQ(t.drawn_share(Color::red), 1.0);
+  EXPECT_DOUBLE_EQ(t.drawn_share(Color::blue), 0.5);
+  EXPECT_DOUBLE_EQ(t.drawn_share(Color::green), 0.0) << "drawn but never asked";
+  EXPECT_EQ(t.asked[size_t(Color::green)], 0);
 }
 
 TEST(Score, PositionTerm) {

@@ -38,6 +38,9 @@ int main(int argc, char** argv) {
   app.add_flag("--shape-report", eval.shape_report,
                "also print the shape-soft reward (spotlight-train --reward soft) and the reward with every "
                "shape call in the image's favour: what the detector's shape calls cost");
+  app.add_flag("--colour-report", eval.colour_report,
+               "also print, per palette colour, the blobs found an image and the share of the clauses asking "
+               "for it whose image has a blob of it: a collapse of the colours shows here, not in the reward");
   app.add_option("--soft-width", eval.soft_width, "--shape-report: the shape-soft reward's width scale")
       ->check(CLI::PositiveNumber);
   app.add_option("--threads", threads, "CPU threads (LibTorch's and OpenBLAS's)")->check(CLI::PositiveNumber);
@@ -68,6 +71,12 @@ int main(int argc, char** argv) {
     }
     if (eval.shape_report)
       std::cout << "shape-soft reward " << r.soft << ", with every shape call favourable " << r.shape_best << "\n";
+    if (eval.colour_report) {
+      std::cout << "| colour | blobs an image | clauses asking it | of them, drawn |\n| --- | ---: | ---: | ---: |\n";
+      for (const auto c : scene::kColors)
+        std::cout << "| " << scene::color_name(c) << " | " << r.colours.blobs_per_image(c) << " | "
+                  << r.colours.asked[size_t(c)] << " | " << r.colours.drawn_share(c) << " |\n";
+    }
     std::cout << "strict=" << r.strict << "\n";
     std::cout << "reward=" << r.reward << std::endl;
   } catch (const std::exception& e) {
