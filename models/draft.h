@@ -282,6 +282,10 @@ struct DraftOptions {
   // dimmed the blobs (1.9 to 1.5 an image) and the run fell.
   double background_weight = 0;
   // Add missing_objects's targets to the loss's, weighted loss.missing_weight.
+  // Measured (fortieth session, docs/benchmarks.md): alone at lr 5e-5 it
+  // changed nothing (0.423 against 0.435); with early_weight and a cosine
+  // schedule from 2e-4 no run collapsed its colours (0.515, 0.463, 0.469 on
+  // seeds 1-3), where the schedule alone once did.
   bool add_missing = false;
   // The early prediction: early_weight times the shape loss (the same
   // targets, found on the final image) of the clean image the model predicts
