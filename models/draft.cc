@@ -60,7 +60,7 @@ std::vector<ShapeTarget> missing_objects(const std::vector<scene::Prompt>& promp
   if (images.dim() != 4 || int64_t(prompts.size()) != images.size(0))
     throw std::invalid_argument("missing_objects: one prompt per image [B, 3, S, S] is needed");
   const int S = int(images.size(2)), side = (scene::min_side(S) + scene::max_side(S)) / 2, span = S - side + 1;
-  torch::Tensor sums;  // [B, 6, span, span]: the soft snap summed over each side x side window
+  torch::Tensor sums;  // [B, 6, span, span]: the soft snap averaged over each side x side window
   {
     torch::NoGradGuard no_grad;
     const auto m = soft_color_masks(images.detach(), temperature).to(torch::kCPU);
@@ -95,16 +95,24 @@ std::vector<ShapeTarget> missing_objects(const std::vector<scene::Prompt>& promp
         if (colours.empty() && serves(t, c)) colours = {t.color};
       if (colours.empty()) colours.assign(scene::kColors.begin(), scene::kColors.end());
       for (; missing > 0; --missing) {
-        // The relations a box for clause k must hold, against the boxes there are.
+        // The relations a box for clause k must hold, against the boxes there
+        // are: found once per object, not per candidate position.
+        struct Against {
+          scene::Box other;
+          scene::Relation relation;
+          bool box_first;  // relative_position(box, other), else (other, box)
+        };
+        std::vector<Against> against;
+        if (c.relation)
+          for (const auto& other : of_clause(size_t(c.relation_target))) against.push_back({other, *c.relation, true});
+        for (size_t j = 0; j < p.include.size(); ++j)
+          if (p.include[j].relation && size_t(p.include[j].relation_target) == k)
+            for (const auto& other : of_clause(j)) against.push_back({other, *p.include[j].relation, false});
         auto holds = [&](const scene::Box& b) {
-          if (c.relation)
-            for (const auto& other : of_clause(size_t(c.relation_target)))
-              if (!scene::relative_position(b, other).contains(*c.relation)) return false;
-          for (size_t j = 0; j < p.include.size(); ++j)
-            if (p.include[j].relation && size_t(p.include[j].relation_target) == k)
-              for (const auto& other : of_clause(j))
-                if (!scene::relative_position(other, b).contains(*p.include[j].relation)) return false;
-          return true;
+          return std::all_of(against.begin(), against.end(), [&](const Against& a) {
+            return (a.box_first ? scene::relative_position(b, a.other) : scene::relative_position(a.other, b))
+                .contains(a.relation);
+          });
         };
         float best = -1;
         ShapeTarget t;
@@ -414,7 +422,9 @@ DraftStepStats draft_step(DiT& model, torch::optim::Optimizer& opt, const std::v
                                       anchored || predicted ? &early : nullptr);
   if (anchored || predicted) out.anchored_step = early.step;
   auto targets = shape_targets(prompts, images, &out.scores);
-  const auto own_targets = targets;
+  // Placed around the own blobs, whatever else the loss compares.
+  const auto missing = opts.add_missing ? missing_objects(prompts, images, targets, opts.loss.temperature)
+                                        : std::vector<ShapeTarget>{};
   // The trained images' blobs, which the log reports whatever the loss compares.
   ShapeLossStats own;
   count_targets(targets, own);
@@ -435,12 +445,8 @@ DraftStepStats draft_step(DiT& model, torch::optim::Optimizer& opt, const std::v
       targets.insert(targets.end(), lost.begin(), lost.end());
     }
   }
-  if (opts.add_missing) {
-    // Placed around the own blobs, whatever else the loss compares.
-    const auto missing = missing_objects(prompts, images, own_targets, opts.loss.temperature);
-    targets.insert(targets.end(), missing.begin(), missing.end());
-    own.missing = int(missing.size());
-  }
+  targets.insert(targets.end(), missing.begin(), missing.end());
+  own.missing = int(missing.size());
   opt.zero_grad();
   auto loss = shape_loss(images, targets, opts.loss, &out.loss);
   own.loss = out.loss.loss;
