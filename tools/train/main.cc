@@ -36,6 +36,7 @@
 #include "tools/common/omp_env.h"
 #include "tools/train/lr_scales.h"
 #include "tools/train/population.h"
+#include "tools/train/tag_curriculum.h"
 
 using namespace spotlight;
 using Clock = std::chrono::steady_clock;
@@ -96,6 +97,7 @@ int main(int argc, char** argv) {
   int rollback = 0;  // evaluations without a new best before the run returns to it (0: never)
   double rollback_lr = 0.5;  // the learning rate's factor at each return
   int population_size = 1;   // trainers that meet at each evaluation (tools/train/population.h)
+  double tag_focus = 0;      // the training prompts' tags drawn towards the worst-scored (tools/train/tag_curriculum.h)
   std::string lr_decay = "none", draft_loss = "mse", draft_targets = "own";
   std::vector<std::string> lr_scale_texts;  // --lr-scale PREFIX=S, in order
   double minutes = 30, lr = 2e-4, guidance = -1, soft_width = 1, draft_ring_weight = 1,
@@ -289,6 +291,11 @@ int main(int argc, char** argv) {
                  "best on the validation set; --out gets the best evaluation of any member (tools/train/population.h; "
                  "1: one trainer)")
       ->check(CLI::Range(1, 16));
+  app.add_option("--tag-focus", tag_focus,
+                 "draw the training prompts' tags towards those whose running training reward is lowest: a tag "
+                 "is drawn with probability (1 - F)/6 + F * (1 - its reward's moving average) / the sum over the "
+                 "tags (tools/train/tag_curriculum.h; 0: uniform, as the evaluation set is balanced)")
+      ->check(CLI::Range(0.0, 1.0));
   app.add_option("--eval-seeds", eval.seeds_per_prompt, "seeds per prompt of the run's evaluations")
       ->check(CLI::PositiveNumber);
   app.add_option("--eval-steps", eval.steps, "ODE steps of the evaluation")->check(CLI::PositiveNumber);
@@ -355,6 +362,8 @@ int main(int argc, char** argv) {
     if (population_size > 1 && !keep_best)
       throw std::invalid_argument(
           "--population's members meet on the validation set: it needs --keep-best");
+    if (tag_focus > 0 && reward_name == "brightness")
+      throw std::invalid_argument("--tag-focus follows mini-GenEval's reward per tag: --reward brightness has none");
     // Fork before LibTorch or OpenBLAS start threads: a forked thread pool
     // does not come along, and libgomp hangs in the child.
     const std::string final_out = out;
@@ -485,6 +494,39 @@ int main(int argc, char** argv) {
     };
     auto train_gen = at::make_generator<at::CPUGeneratorImpl>(seed + 7);
     scene::PromptGenerator prompt_gen(seed);
+    // Its own stream, so that --tag-focus 0 leaves the prompts as they were.
+    // A decay of 0.9 averages a tag over about ten iterations that drew it
+    // (some 40 images at 8 prompts x 4 seeds): slow enough to ride out one
+    // iteration's luck, fast enough to follow a tag learnt in 100.
+    constexpr double kTagDecay = 0.9;
+    tools::TagCurriculum curriculum(tag_focus, kTagDecay, seed ^ 0x7a6c0ULL);
+    // The curriculum's state for the log line: the tags' draw probabilities
+    // and reward averages, in scene::kTags's order.
+    auto curriculum_fields = [&] {
+      if (tag_focus == 0) return std::string();
+      std::ostringstream f;
+      const auto p = curriculum.probabilities();
+      const auto m = curriculum.means();
+      f << ",\"tag_p\":[";
+      for (size_t i = 0; i < p.size(); ++i) f << (i ? "," : "") << p[i];
+      f << "],\"tag_mean\":[";
+      for (size_t i = 0; i < m.size(); ++i) {
+        f << (i ? "," : "");
+        if (std::isnan(m[i])) f << "null"; else f << m[i];
+      }
+      f << "]";
+      return f.str();
+    };
+    auto observe_tags = [&](const std::vector<scene::Prompt>& ps, const std::vector<scene::Score>& sc) {
+      if (tag_focus == 0) return;
+      std::vector<scene::Tag> tags;
+      std::vector<double> r;
+      for (size_t i = 0; i < sc.size(); ++i) {
+        tags.push_back(ps[i].tag);
+        r.push_back(sc[i].reward);
+      }
+      curriculum.observe(tags, r);
+    };
     std::mt19937_64 seed_gen(seed * 0x9e3779b97f4a7c15ULL + 1);
     // The pre-training mix's scenes: their own prompts, images and noise, so
     // that switching it on leaves the rollouts' prompts and seeds as they were.
@@ -575,7 +617,7 @@ int main(int argc, char** argv) {
       std::vector<scene::Prompt> prompts;
       std::vector<uint64_t> seeds;
       for (int p = 0; p < prompts_per_iter; ++p) {
-        auto pr = prompt_gen.next();
+        auto pr = tag_focus > 0 ? prompt_gen.next(curriculum.next()) : prompt_gen.next();
         for (int g = 0; g < rolled; ++g) {
           prompts.push_back(pr);
           seeds.push_back(seed_gen());
@@ -592,6 +634,7 @@ int main(int argc, char** argv) {
         const auto st =
             models::draft_step(model, opt, prompts, tokens, seeds, draft_opts, ref ? &ref : nullptr, &ptx);
         if (ema) ema->update(model);
+        observe_tags(prompts, st.scores);
         const auto rewards = models::rewards_tensor(st.scores);
         std::cout << "{\"event\":\"iter\"" << member_tag << ",\"iter\":" << iter
                   << ",\"reward_mean\":" << rewards.mean().item<double>()
@@ -601,7 +644,7 @@ int main(int argc, char** argv) {
                   << ",\"called_right\":" << st.loss.called_right << ",\"extras\":" << st.loss.extras << ",\"missing\":" << st.loss.missing
                   << ",\"reference_mse\":" << st.reference_mse << ",\"grad_norm\":" << st.grad_norm
                   << ",\"ptx_loss\":" << st.ptx_loss << ",\"background_loss\":" << st.background_loss
-                  << ",\"background_images\":" << st.background_images << ",\"early_loss\":" << st.early_loss << ",\"step_s\":" << std::chrono::duration<double>(Clock::now() - r0).count()
+                  << ",\"background_images\":" << st.background_images << ",\"early_loss\":" << st.early_loss << curriculum_fields() << ",\"step_s\":" << std::chrono::duration<double>(Clock::now() - r0).count()
                   << ",\"elapsed_s\":" << elapsed() << "}" << std::endl;
         if (iter % eval_every == 0) run_eval(iter, iter >= iterations);
         continue;
@@ -617,6 +660,7 @@ int main(int argc, char** argv) {
         scores = models::score_batch(prompts, roll.images);
         rewards = models::rewards_tensor(scores);
       }
+      observe_tags(prompts, scores);
       const double rollout_s = std::chrono::duration<double>(Clock::now() - r0).count();
       // What the policy does, over every rolled-out seed (before any selection).
       const double rolled_mean = rewards.mean().item<double>(), rolled_std = rewards.std(false).item<double>();
@@ -624,6 +668,7 @@ int main(int argc, char** argv) {
       std::ostringstream fields;  // the objective's own statistics for the log line
       if (reward_name == "soft")  // what the shaped reward stands in for, over every rolled-out seed
         fields << ",\"geneval_mean\":" << models::rewards_tensor(scores).mean().item<double>();
+      fields << curriculum_fields();
       if (explore > 0) {
         // Keep, per prompt, the --group seeds whose rewards spread the most.
         const auto all = to_vector(rewards);
