@@ -495,7 +495,9 @@ int main(int argc, char** argv) {
     auto train_gen = at::make_generator<at::CPUGeneratorImpl>(seed + 7);
     scene::PromptGenerator prompt_gen(seed);
     // Its own stream, so that --tag-focus 0 leaves the prompts as they were.
-    // A decay of 0.9 averages a tag over about ten iterations that drew it
+    // The averages are this trainer's own: a --population exploit or a
+    // --rollback keeps them, and they follow the copied weights within a few
+    // iterations. A decay of 0.9 averages a tag over about ten iterations that drew it
     // (some 40 images at 8 prompts x 4 seeds): slow enough to ride out one
     // iteration's luck, fast enough to follow a tag learnt in 100.
     constexpr double kTagDecay = 0.9;
