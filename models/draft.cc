@@ -135,6 +135,34 @@ std::vector<ShapeTarget> missing_objects(const std::vector<scene::Prompt>& promp
   return out;
 }
 
+int mark_misplaced(const std::vector<scene::Prompt>& prompts, std::vector<ShapeTarget>& targets) {
+  int marked = 0;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    const auto& p = prompts[i];
+    for (const auto& c : p.include) {
+      if (!c.relation) continue;
+      if (c.relation_target < 0 || size_t(c.relation_target) >= p.include.size())
+        throw std::invalid_argument("mark_misplaced: a relation's target is not one of the prompt's clauses");
+      const auto& target_clause = p.include[size_t(c.relation_target)];
+      // The anchors are the target clause's blobs as drawn; a blob serving
+      // both clauses (the same shape and colour) is not compared with itself.
+      std::vector<const ShapeTarget*> anchors;
+      std::vector<ShapeTarget*> movers;
+      for (auto& t : targets) {
+        if (t.image != int64_t(i)) continue;
+        if (serves(t, target_clause)) anchors.push_back(&t);
+        if (serves(t, c)) movers.push_back(&t);
+      }
+      for (auto* t : movers)
+        if (std::any_of(anchors.begin(), anchors.end(), [&](const ShapeTarget* a) {
+              return a != t && !scene::relative_position(box_of(*t), box_of(*a)).contains(*c.relation);
+            }))
+          t->extra = t->misplaced = true, ++marked;
+    }
+  }
+  return marked;
+}
+
 ShapeTarget at_object_size(const ShapeTarget& t, int size) {
   if (t.x1 <= t.x0 || t.y1 <= t.y0 || t.x0 < 0 || t.y0 < 0 || t.x1 > size || t.y1 > size)
     throw std::invalid_argument("at_object_size: the target's box lies outside the image");
@@ -153,10 +181,10 @@ namespace {
 
 // The blob counts of a target list, as ShapeLossStats reports them.
 void count_targets(const std::vector<ShapeTarget>& targets, ShapeLossStats& stats) {
-  stats.targets = stats.called_right = stats.extras = stats.missing = 0;
+  stats.targets = stats.called_right = stats.extras = stats.missing = stats.misplaced = 0;
   for (const auto& t : targets) {
     stats.targets += !t.missing, stats.missing += t.missing;
-    stats.called_right += t.called_right, stats.extras += t.extra;
+    stats.called_right += t.called_right, stats.extras += t.extra, stats.misplaced += t.misplaced;
   }
 }
 
@@ -423,6 +451,9 @@ DraftStepStats draft_step(DiT& model, torch::optim::Optimizer& opt, const std::v
   if (anchored || predicted) out.anchored_step = early.step;
   auto targets = shape_targets(prompts, images, &out.scores);
   // Placed around the own blobs, whatever else the loss compares.
+  if (opts.relocate_misplaced && !(opts.add_missing && opts.loss.erase_extras))
+    throw std::invalid_argument("draft_step: relocating misplaced blobs needs the missing objects and erase_extras");
+  if (opts.relocate_misplaced) mark_misplaced(prompts, targets);
   const auto missing = opts.add_missing ? missing_objects(prompts, images, targets, opts.loss.temperature)
                                         : std::vector<ShapeTarget>{};
   // The trained images' blobs, which the log reports whatever the loss compares.

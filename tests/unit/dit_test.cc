@@ -980,6 +980,16 @@ torch::Tensor painted(torch::Tensor image, scene::Color c, int x0, int y0, int x
 
 torch::Tensor dark() { return torch::full({1, 3, 32, 32}, -1.0f); }
 
+// "a red square left of a green triangle" (the triangle is clause 0, the
+// square clause 1, left of it), and the same two objects asked without a
+// relation.
+std::pair<scene::Prompt, scene::Prompt> square_and_triangle() {
+  scene::Clause triangle{scene::Shape::triangle, 1, scene::Color::green};
+  scene::Clause square{scene::Shape::square, 1, scene::Color::red, scene::Relation::left_of, 0};
+  return {scene::Prompt{scene::Tag::position, {triangle, square}},
+          scene::Prompt{scene::Tag::color_attr, {triangle, scene::Clause{scene::Shape::square, 1, scene::Color::red}}}};
+}
+
 }  // namespace
 
 TEST(Draft, MissingObjectsArePlacedWhereTheModelNearlyDrawsThemAndWhereTheRelationsHold) {
@@ -1036,10 +1046,7 @@ TEST(Draft, MissingObjectsArePlacedWhereTheModelNearlyDrawsThemAndWhereTheRelati
   // "a red square left of a green triangle" (the triangle is clause 0, the
   // square clause 1, left of it): a red square drawn, no triangle; a bright
   // green patch below the square and a faint one right of it.
-  scene::Clause triangle{scene::Shape::triangle, 1, scene::Color::green};
-  scene::Clause square{scene::Shape::square, 1, scene::Color::red, scene::Relation::left_of, 0};
-  scene::Prompt left_of{scene::Tag::position, {triangle, square}};
-  scene::Prompt both{scene::Tag::color_attr, {triangle, scene::Clause{scene::Shape::square, 1, scene::Color::red}}};
+  const auto [left_of, both] = square_and_triangle();
   auto image = painted(dark(), scene::Color::red, 2, 11, 10, 19, 1.0f);
   image = painted(image, scene::Color::green, 2, 22, 10, 30, 0.4f);
   image = painted(image, scene::Color::green, 20, 12, 28, 20, 0.3f);
@@ -1059,6 +1066,56 @@ TEST(Draft, MissingObjectsArePlacedWhereTheModelNearlyDrawsThemAndWhereTheRelati
   ASSERT_EQ(anywhere.size(), 1u);
   EXPECT_GE(anywhere[0].y0, sq[0].y1) << "below the square";
   EXPECT_THROW(missing_objects({left_of, both}, image, sq, temp), std::invalid_argument);
+}
+
+TEST(Draft, AMisplacedBlobIsMarkedExtraAndItsObjectPlacedAgainWhereTheRelationHolds) {
+  const double temp = ShapeLossOptions{}.temperature;
+  // "a red square left of a green triangle" (the triangle clause 0), drawn
+  // the wrong way round: the green blob in the middle, the red one right of it.
+  const auto [left_of, both] = square_and_triangle();
+  auto wrong = painted(dark(), scene::Color::green, 14, 11, 22, 19, 1.0f);
+  wrong = painted(wrong, scene::Color::red, 24, 11, 32, 19, 1.0f);
+  auto targets = shape_targets({left_of}, wrong);
+  ASSERT_EQ(targets.size(), 2u);
+  ASSERT_TRUE(std::none_of(targets.begin(), targets.end(), [](const ShapeTarget& t) { return t.extra; }));
+  EXPECT_EQ(mark_misplaced({left_of}, targets), 1);
+  const auto red_it = std::find_if(targets.begin(), targets.end(),
+                                   [](const ShapeTarget& t) { return t.color == scene::Color::red; });
+  const auto green_it = std::find_if(targets.begin(), targets.end(),
+                                     [](const ShapeTarget& t) { return t.color == scene::Color::green; });
+  ASSERT_TRUE(red_it != targets.end() && green_it != targets.end());
+  const ShapeTarget red_blob = *red_it, green_blob = *green_it;
+  EXPECT_TRUE(red_blob.extra && red_blob.misplaced) << "the clause that names the relation moves";
+  EXPECT_FALSE(green_blob.extra || green_blob.misplaced) << "its target stays";
+  // The stats count it among the extras, and apart.
+  ShapeLossStats st;
+  shape_loss(wrong, targets, {}, &st);
+  EXPECT_EQ(st.extras, 1);
+  EXPECT_EQ(st.misplaced, 1);
+  // No longer standing for its clause, the red square is missing: placed left
+  // of the green blob, off the old red box.
+  const auto again = missing_objects({left_of}, wrong, targets, temp);
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_TRUE(again[0].missing);
+  EXPECT_EQ(again[0].color, scene::Color::red);
+  EXPECT_EQ(again[0].shape, scene::Shape::square);
+  auto box = [](const ShapeTarget& t) { return scene::Box{double(t.x0), double(t.y0), double(t.x1), double(t.y1)}; };
+  EXPECT_TRUE(scene::relative_position(box(again[0]), box(green_blob)).contains(scene::Relation::left_of));
+  EXPECT_LE(again[0].x1, red_blob.x0);
+  // Drawn the right way round, or asked without a relation: nothing moves.
+  auto right = painted(dark(), scene::Color::green, 14, 11, 22, 19, 1.0f);
+  right = painted(right, scene::Color::red, 2, 11, 10, 19, 1.0f);
+  auto kept = shape_targets({left_of}, right);
+  ASSERT_EQ(kept.size(), 2u);
+  EXPECT_EQ(mark_misplaced({left_of}, kept), 0);
+  auto unrelated = shape_targets({both}, wrong);
+  EXPECT_EQ(mark_misplaced({both}, unrelated), 0);
+  EXPECT_TRUE(std::none_of(unrelated.begin(), unrelated.end(), [](const ShapeTarget& t) { return t.extra; }));
+  // A relation whose target is not a clause of the prompt is refused.
+  auto broken = left_of;
+  broken.include[1].relation_target = 5;
+  auto any = shape_targets({left_of}, wrong);
+  EXPECT_THROW(mark_misplaced({broken}, any), std::invalid_argument);
 }
 
 TEST(Draft, TheGradTailRollsOutWhatTheSamplerDoesAndReachesTheWeights) {
@@ -1207,6 +1264,12 @@ TEST(Draft, TheEarlyPredictionIsTheShapeLossOfTheCleanImagePredictedAtAnEarlySte
   opts.early_weight = -1;
   auto m = load_checkpoint(path).model;
   torch::optim::Adam adam(m->parameters(), torch::optim::AdamOptions(1e-3));
+  EXPECT_THROW(draft_step(m, adam, prompts, tokens, seeds, opts), std::invalid_argument);
+  // Relocating misplaced blobs needs both the missing objects and erasing.
+  opts.early_weight = 0;
+  opts.relocate_misplaced = true;
+  opts.add_missing = true;
+  opts.loss.erase_extras = false;
   EXPECT_THROW(draft_step(m, adam, prompts, tokens, seeds, opts), std::invalid_argument);
 }
 

@@ -105,7 +105,7 @@ int main(int argc, char** argv) {
          draft_early = 0,
          draft_temperature = models::ShapeLossOptions{}.temperature;
   bool per_group_std = false, draft_through_clamp = false, draft_erase_extras = false,
-       draft_object_size = false;
+       draft_object_size = false, draft_relocate = false;
   uint64_t seed = 1;
   models::SamplerOptions sampler;
   models::GrpoOptions grpo;
@@ -196,6 +196,10 @@ int main(int argc, char** argv) {
                  "compared with its wanted shape and colour at an object's size, placed where the model comes "
                  "nearest to drawing it and where the prompt's relations hold (models/draft.h; 0: off)")
       ->check(CLI::NonNegativeNumber);
+  app.add_flag("--draft-relocate", draft_relocate,
+               "draft: erase each blob drawn where its prompt's relation fails and place its object again, as a "
+               "missing one, where the relation holds (models/draft.h mark_misplaced; needs --draft-missing and "
+               "--draft-erase-extras)");
   app.add_option("--draft-early", draft_early,
                  "draft: weight of the early prediction, the shape loss of the clean image the model predicts at "
                  "one step before the last --draft-steps (drawn per iteration), on the final image's targets, so "
@@ -325,7 +329,7 @@ int main(int argc, char** argv) {
         "--draft-steps",   "--draft-loss",        "--draft-ring-weight",  "--draft-hold",
         "--draft-targets", "--draft-temperature", "--draft-through-clamp", "--draft-erase-extras",
         "--draft-ptx",     "--draft-ptx-batch", "--draft-background", "--draft-object-size",
-        "--draft-missing", "--draft-early"};
+        "--draft-missing", "--draft-early",   "--draft-relocate"};
     if (!draft && std::any_of(draft_only.begin(), draft_only.end(),
                               [&](const auto& o) { return app.count(o) > 0; })) {
       std::string names;
@@ -394,6 +398,11 @@ int main(int argc, char** argv) {
     draft_opts.early_weight = draft_early;
     draft_opts.add_missing = draft_missing > 0;
     draft_opts.loss.missing_weight = draft_missing;
+    draft_opts.relocate_misplaced = draft_relocate;
+    if (draft_relocate && !(draft_missing > 0 && draft_erase_extras))
+      throw std::invalid_argument(
+          "--draft-relocate erases a misplaced blob and places its object again: it needs --draft-missing and "
+          "--draft-erase-extras");
     if (app.count("--draft-ptx-batch") > 0 && !(draft_ptx > 0))
       throw std::invalid_argument("--draft-ptx-batch sizes the pre-training mix, which is off without --draft-ptx");
     if (draft_bce_weight > 0 && (!draft || draft_loss != "mse"))
@@ -643,7 +652,7 @@ int main(int argc, char** argv) {
                   << ",\"reward_std\":" << rewards.std(false).item<double>()
                   << ",\"best_of_group\":" << models::best_of_group_mean(rewards, group)
                   << ",\"loss\":" << st.loss.loss << ",\"blobs\":" << st.loss.targets
-                  << ",\"called_right\":" << st.loss.called_right << ",\"extras\":" << st.loss.extras << ",\"missing\":" << st.loss.missing
+                  << ",\"called_right\":" << st.loss.called_right << ",\"extras\":" << st.loss.extras << ",\"missing\":" << st.loss.missing << ",\"misplaced\":" << st.loss.misplaced
                   << ",\"reference_mse\":" << st.reference_mse << ",\"grad_norm\":" << st.grad_norm
                   << ",\"ptx_loss\":" << st.ptx_loss << ",\"background_loss\":" << st.background_loss
                   << ",\"background_images\":" << st.background_images << ",\"early_loss\":" << st.early_loss << curriculum_fields() << ",\"step_s\":" << std::chrono::duration<double>(Clock::now() - r0).count()
