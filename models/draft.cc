@@ -436,6 +436,8 @@ DraftStepStats draft_step(DiT& model, torch::optim::Optimizer& opt, const std::v
     throw std::invalid_argument("draft_step: reference targets need the reference model");
   if (opts.ptx_weight > 0 && !ptx) throw std::invalid_argument("draft_step: the pre-training mix needs its batch");
   if (!(opts.early_weight >= 0)) throw std::invalid_argument("draft_step: the early prediction's weight must be 0 or more");
+  if (opts.relocate_misplaced && !(opts.add_missing && opts.loss.erase_extras))
+    throw std::invalid_argument("draft_step: relocating misplaced blobs needs the missing objects and erase_extras");
   const bool anchored = reference && opts.reference_weight > 0 && opts.grad_steps < opts.steps;
   const bool predicted = opts.early_weight > 0 && opts.grad_steps < opts.steps;
   EarlyLatent early;
@@ -450,10 +452,8 @@ DraftStepStats draft_step(DiT& model, torch::optim::Optimizer& opt, const std::v
                                       anchored || predicted ? &early : nullptr);
   if (anchored || predicted) out.anchored_step = early.step;
   auto targets = shape_targets(prompts, images, &out.scores);
-  // Placed around the own blobs, whatever else the loss compares.
-  if (opts.relocate_misplaced && !(opts.add_missing && opts.loss.erase_extras))
-    throw std::invalid_argument("draft_step: relocating misplaced blobs needs the missing objects and erase_extras");
   if (opts.relocate_misplaced) mark_misplaced(prompts, targets);
+  // Placed around the own blobs, whatever else the loss compares.
   const auto missing = opts.add_missing ? missing_objects(prompts, images, targets, opts.loss.temperature)
                                         : std::vector<ShapeTarget>{};
   // The trained images' blobs, which the log reports whatever the loss compares.
