@@ -43,9 +43,9 @@ std::vector<ShapeTarget> lost_blobs(const std::vector<ShapeTarget>& own, const s
   return lost;
 }
 
-namespace {
-
 scene::Box box_of(const ShapeTarget& t) { return {double(t.x0), double(t.y0), double(t.x1), double(t.y1)}; }
+
+namespace {
 
 // Whether a target stands for clause c: a blob kept (not extra) whose wanted
 // shape is the clause's, of its colour where it asks one.

@@ -74,6 +74,9 @@ struct ShapeTarget {
 // left where it is drawn: the clause that names the relation moves.
 int mark_misplaced(const std::vector<scene::Prompt>& prompts, std::vector<ShapeTarget>& targets);
 
+// A target's box in pixels, as scene::relative_position compares boxes.
+scene::Box box_of(const ShapeTarget& t);
+
 // The objects each prompt asks for that no blob of `targets` (shape_targets's
 // on the same images) stands for, each as a target of the wanted shape and
 // colour in a square box of an object's size, (min_side + max_side) / 2

@@ -1099,8 +1099,7 @@ TEST(Draft, AMisplacedBlobIsMarkedExtraAndItsObjectPlacedAgainWhereTheRelationHo
   EXPECT_TRUE(again[0].missing);
   EXPECT_EQ(again[0].color, scene::Color::red);
   EXPECT_EQ(again[0].shape, scene::Shape::square);
-  auto box = [](const ShapeTarget& t) { return scene::Box{double(t.x0), double(t.y0), double(t.x1), double(t.y1)}; };
-  EXPECT_TRUE(scene::relative_position(box(again[0]), box(green_blob)).contains(scene::Relation::left_of));
+  EXPECT_TRUE(scene::relative_position(box_of(again[0]), box_of(green_blob)).contains(scene::Relation::left_of));
   EXPECT_LE(again[0].x1, red_blob.x0);
   // Drawn the right way round, or asked without a relation: nothing moves.
   auto right = painted(dark(), scene::Color::green, 14, 11, 22, 19, 1.0f);
