@@ -267,6 +267,9 @@ torch::Tensor shape_loss(const torch::Tensor& images, const std::vector<ShapeTar
   if (!(opts.bce_weight >= 0) || (opts.bce_weight > 0 && opts.kind != ShapeLossOptions::Kind::mse))
     throw std::invalid_argument(
         "shape_loss: the bce weight must be 0 or more, and is added to mse only");
+  if (opts.missing_bce && on_pixels)
+    throw std::invalid_argument(
+        "shape_loss: the missing objects' bce compares the soft snap, which the pixel loss has not");
   const auto compared = on_pixels ? clamped_pixels(images, opts.straight_through)
                                   : soft_color_masks(images, opts.temperature, opts.straight_through);
   // The hold compares the pixels themselves, whatever the kind.
@@ -313,7 +316,7 @@ torch::Tensor shape_loss(const torch::Tensor& images, const std::vector<ShapeTar
         const auto mc = m.clamp(1e-6, 1 - 1e-6);
         return -(tpl * mc.log() + (1 - tpl) * (1 - mc).log());
       };
-      if (opts.kind == ShapeLossOptions::Kind::bce) {
+      if (opts.kind == ShapeLossOptions::Kind::bce || (t.missing && opts.missing_bce)) {
         per_pixel = bce();
       } else {
         per_pixel = (m - tpl).pow(2);

@@ -1068,6 +1068,54 @@ TEST(Draft, MissingObjectsArePlacedWhereTheModelNearlyDrawsThemAndWhereTheRelati
   EXPECT_THROW(missing_objects({left_of, both}, image, sq, temp), std::invalid_argument);
 }
 
+TEST(Draft, UnderBceAMissingObjectKeepsItsPullWhereTheModelDrawsNothing) {
+  // "a red circle" on a dark image: one missing red circle. Its template's
+  // lit pixels have m ~ 0, where mse's pull (m - 1) m' vanishes with m;
+  // under missing_bce it stays of order 1 / t. The blobs keep mse.
+  const auto circle = red(scene::Shape::circle);
+  const auto image = dark();
+  const auto missing =
+      missing_objects({circle}, image, shape_targets({circle}, image), ShapeLossOptions{}.temperature);
+  ASSERT_EQ(missing.size(), 1u);
+  ShapeLossOptions mse, missing_bce, bce;
+  missing_bce.missing_bce = true;
+  bce.kind = ShapeLossOptions::Kind::bce;
+  auto pull = [&](const ShapeLossOptions& o) {
+    auto x = image.clone().requires_grad_(true);
+    shape_loss(x, missing, o).backward();
+    return x.grad().norm().item<double>();
+  };
+  EXPECT_GT(pull(missing_bce), 30 * pull(mse)) << "mse " << pull(mse) << ", bce " << pull(missing_bce);
+  EXPECT_NEAR(shape_loss(image, missing, missing_bce).item<double>(),
+              shape_loss(image, missing, bce).item<double>(), 1e-6);
+  const auto sq = lone_square();
+  EXPECT_NEAR(shape_loss(sq.image, {sq.as(scene::Shape::circle)}, missing_bce).item<double>(),
+              shape_loss(sq.image, {sq.as(scene::Shape::circle)}, mse).item<double>(), 1e-9)
+      << "a blob is compared under mse still";
+  // Plain gradient steps on the pixels (no Adam to rescale a vanishing
+  // gradient), from dark: bce draws the circle (full marks) in a fraction of
+  // the steps mse needs.
+  constexpr int kMaxSteps = 400;
+  auto steps_to_draw = [&](const ShapeLossOptions& o) {
+    auto x = image.clone().requires_grad_(true);
+    torch::optim::SGD opt({x}, torch::optim::SGDOptions(2.0));
+    for (int step = 1; step <= kMaxSteps; ++step) {
+      opt.zero_grad();
+      shape_loss(x, missing, o).backward();
+      opt.step();
+      if (score_batch({circle}, x.detach())[0].reward == 1.0) return step;
+    }
+    return kMaxSteps + 1;
+  };
+  const int under_bce = steps_to_draw(missing_bce), under_mse = steps_to_draw(mse);
+  EXPECT_LE(under_bce, kMaxSteps);
+  EXPECT_GT(under_mse, 5 * under_bce) << "bce " << under_bce << " steps, mse " << under_mse;
+  ShapeLossOptions pixel;
+  pixel.kind = ShapeLossOptions::Kind::pixel;
+  pixel.missing_bce = true;
+  EXPECT_THROW(shape_loss(image, missing, pixel), std::invalid_argument);
+}
+
 TEST(Draft, AMisplacedBlobIsMarkedExtraAndItsObjectPlacedAgainWhereTheRelationHolds) {
   const double temp = ShapeLossOptions{}.temperature;
   // "a red square left of a green triangle" (the triangle clause 0), drawn
