@@ -53,19 +53,113 @@ bool serves(const ShapeTarget& t, const scene::Clause& c) {
   return !t.extra && t.shape == c.shape && (!c.color || t.color == *c.color);
 }
 
+// A relation a box for some clause must hold against a box already there.
+struct Against {
+  scene::Box other;
+  scene::Relation relation;
+  bool box_first;  // relative_position(box, other), else (other, box)
+};
+
+// The relations a box for clause k of p must hold, against the boxes of
+// `here` (one image's targets) that stand for the clauses it is related to.
+std::vector<Against> relations_of(const scene::Prompt& p, size_t k,
+                                  const std::vector<ShapeTarget>& here) {
+  auto of_clause = [&](size_t j) {
+    std::vector<scene::Box> boxes;
+    for (const auto& t : here)
+      if (serves(t, p.include[j])) boxes.push_back(box_of(t));
+    return boxes;
+  };
+  std::vector<Against> against;
+  const auto& c = p.include[k];
+  if (c.relation)
+    for (const auto& other : of_clause(size_t(c.relation_target)))
+      against.push_back({other, *c.relation, true});
+  for (size_t j = 0; j < p.include.size(); ++j)
+    if (p.include[j].relation && size_t(p.include[j].relation_target) == k)
+      for (const auto& other : of_clause(j))
+        against.push_back({other, *p.include[j].relation, false});
+  return against;
+}
+
+bool holds(const std::vector<Against>& against, const scene::Box& b) {
+  return std::all_of(against.begin(), against.end(), [&](const Against& a) {
+    return (a.box_first ? scene::relative_position(b, a.other)
+                        : scene::relative_position(a.other, b))
+        .contains(a.relation);
+  });
+}
+
+// The blobs of image i that stand for clause c.
+int serving(const std::vector<ShapeTarget>& targets, int64_t i, const scene::Clause& c) {
+  return int(std::count_if(targets.begin(), targets.end(),
+                           [&](const ShapeTarget& t) { return t.image == i && serves(t, c); }));
+}
+
+bool stands_for_a_clause(const ShapeTarget& t, const scene::Prompt& p) {
+  return std::any_of(p.include.begin(), p.include.end(),
+                     [&](const scene::Clause& c) { return serves(t, c); });
+}
+
+// The soft snap to every palette colour [B, 6, S, S], without the graph, on the CPU.
+torch::Tensor snap_masks(const torch::Tensor& images, double temperature) {
+  torch::NoGradGuard no_grad;
+  return soft_color_masks(images.detach(), temperature).to(torch::kCPU).contiguous();
+}
+
+// `images` is a batch [B, 3, S, S] with one prompt per image.
+void check_batch(const std::vector<scene::Prompt>& prompts, const torch::Tensor& images,
+                 const char* who) {
+  if (images.dim() != 4 || int64_t(prompts.size()) != images.size(0))
+    throw std::invalid_argument(std::string(who) + ": one prompt per image [B, 3, S, S] is needed");
+}
+
 }  // namespace
+
+int recolour_extras(const std::vector<scene::Prompt>& prompts, const torch::Tensor& images,
+                    std::vector<ShapeTarget>& targets, double temperature) {
+  check_batch(prompts, images, "recolour_extras");
+  const auto masks = snap_masks(images, temperature);
+  const auto snap = masks.accessor<float, 4>();
+  int recoloured = 0;
+  for (int64_t i = 0; i < images.size(0); ++i) {
+    const auto& p = prompts[size_t(i)];
+    for (size_t k = 0; k < p.include.size(); ++k) {
+      const auto& c = p.include[k];
+      if (!c.color) continue;  // an uncoloured clause takes any blob already
+      for (int missing = c.count - serving(targets, i, c); missing > 0; --missing) {
+        std::vector<ShapeTarget> here;
+        for (const auto& t : targets)
+          if (t.image == i) here.push_back(t);
+        const auto against = relations_of(p, k, here);
+        ShapeTarget* pick = nullptr;
+        double best = -1;
+        for (auto& t : targets) {
+          if (t.image != i || t.misplaced || t.missing || stands_for_a_clause(t, p) ||
+              !holds(against, box_of(t)))
+            continue;
+          double sum = 0;
+          for (int y = t.y0; y < t.y1; ++y)
+            for (int x = t.x0; x < t.x1; ++x) sum += snap[i][int(*c.color)][y][x];
+          const double mean = sum / double((t.y1 - t.y0) * (t.x1 - t.x0));
+          if (mean > best) best = mean, pick = &t;
+        }
+        if (!pick) break;
+        pick->color = *c.color, pick->shape = c.shape;
+        pick->extra = pick->called_right = false, pick->recoloured = true;
+        ++recoloured;
+      }
+    }
+  }
+  return recoloured;
+}
 
 std::vector<ShapeTarget> missing_objects(const std::vector<scene::Prompt>& prompts, const torch::Tensor& images,
                                          const std::vector<ShapeTarget>& targets, double temperature) {
-  if (images.dim() != 4 || int64_t(prompts.size()) != images.size(0))
-    throw std::invalid_argument("missing_objects: one prompt per image [B, 3, S, S] is needed");
+  check_batch(prompts, images, "missing_objects");
   const int S = int(images.size(2)), side = (scene::min_side(S) + scene::max_side(S)) / 2, span = S - side + 1;
-  torch::Tensor sums;  // [B, 6, span, span]: the soft snap averaged over each side x side window
-  {
-    torch::NoGradGuard no_grad;
-    const auto m = soft_color_masks(images.detach(), temperature).to(torch::kCPU);
-    sums = torch::avg_pool2d(m, side, 1).contiguous();
-  }
+  // [B, 6, span, span]: the soft snap averaged over each side x side window
+  const auto sums = torch::avg_pool2d(snap_masks(images, temperature), side, 1).contiguous();
   const auto sum = sums.accessor<float, 4>();
   std::vector<ShapeTarget> out;
   for (int64_t i = 0; i < images.size(0); ++i) {
@@ -81,13 +175,7 @@ std::vector<ShapeTarget> missing_objects(const std::vector<scene::Prompt>& promp
     };
     for (size_t k = 0; k < p.include.size(); ++k) {
       const auto& c = p.include[k];
-      auto of_clause = [&](size_t j) {
-        std::vector<scene::Box> boxes;
-        for (const auto& t : here)
-          if (serves(t, p.include[j])) boxes.push_back(box_of(t));
-        return boxes;
-      };
-      int missing = c.count - int(of_clause(k).size());
+      int missing = c.count - serving(here, i, c);
       // The colours it may take: its own, or its blobs', or any.
       std::vector<scene::Color> colours;
       if (c.color) colours = {*c.color};
@@ -97,23 +185,7 @@ std::vector<ShapeTarget> missing_objects(const std::vector<scene::Prompt>& promp
       for (; missing > 0; --missing) {
         // The relations a box for clause k must hold, against the boxes there
         // are: found once per object, not per candidate position.
-        struct Against {
-          scene::Box other;
-          scene::Relation relation;
-          bool box_first;  // relative_position(box, other), else (other, box)
-        };
-        std::vector<Against> against;
-        if (c.relation)
-          for (const auto& other : of_clause(size_t(c.relation_target))) against.push_back({other, *c.relation, true});
-        for (size_t j = 0; j < p.include.size(); ++j)
-          if (p.include[j].relation && size_t(p.include[j].relation_target) == k)
-            for (const auto& other : of_clause(j)) against.push_back({other, *p.include[j].relation, false});
-        auto holds = [&](const scene::Box& b) {
-          return std::all_of(against.begin(), against.end(), [&](const Against& a) {
-            return (a.box_first ? scene::relative_position(b, a.other) : scene::relative_position(a.other, b))
-                .contains(a.relation);
-          });
-        };
+        const auto against = relations_of(p, k, here);
         float best = -1;
         ShapeTarget t;
         for (const auto colour : colours)
@@ -122,7 +194,7 @@ std::vector<ShapeTarget> missing_objects(const std::vector<scene::Prompt>& promp
               const float v = sum[i][int(colour)][y][x];
               if (v <= best || !free_at(x, y)) continue;
               const scene::Box b{double(x), double(y), double(x + side), double(y + side)};
-              if (!holds(b)) continue;
+              if (!holds(against, b)) continue;
               best = v;
               t = {i, colour, x, y, x + side, y + side, c.shape, false, false, x, y, x + side, y + side, true};
             }
@@ -181,10 +253,12 @@ namespace {
 
 // The blob counts of a target list, as ShapeLossStats reports them.
 void count_targets(const std::vector<ShapeTarget>& targets, ShapeLossStats& stats) {
-  stats.targets = stats.called_right = stats.extras = stats.missing = stats.misplaced = 0;
+  stats.targets = stats.called_right = stats.extras = stats.missing = stats.misplaced =
+      stats.recoloured = 0;
   for (const auto& t : targets) {
     stats.targets += !t.missing, stats.missing += t.missing;
     stats.called_right += t.called_right, stats.extras += t.extra, stats.misplaced += t.misplaced;
+    stats.recoloured += t.recoloured;
   }
 }
 
@@ -260,6 +334,8 @@ torch::Tensor shape_loss(const torch::Tensor& images, const std::vector<ShapeTar
   if (!(opts.ring_weight >= 0)) throw std::invalid_argument("shape_loss: the ring's weight must be 0 or more");
   if (!(opts.missing_weight >= 0))
     throw std::invalid_argument("shape_loss: the missing objects' weight must be 0 or more");
+  if (!(opts.recolour_weight >= 0))
+    throw std::invalid_argument("shape_loss: the recoloured blobs' weight must be 0 or more");
   if (targets.empty()) return (images * 0).sum();
   // The pixel loss compares the pixels themselves; the others, their soft snap.
   const bool on_pixels = opts.kind == ShapeLossOptions::Kind::pixel;
@@ -311,12 +387,16 @@ torch::Tensor shape_loss(const torch::Tensor& images, const std::vector<ShapeTar
     } else {
       const auto m = compared[t.image][static_cast<int>(t.color)].slice(0, y0, y1).slice(1, x0, x1);
       auto bce = [&] {
-        // Clamped so that log(1 - m) stays finite where float rounds m to 1;
-        // the clamp bites only past logits of about 14.
-        const auto mc = m.clamp(1e-6, 1 - 1e-6);
-        return -(tpl * mc.log() + (1 - tpl) * (1 - mc).log());
+        // Clamped so that log(1 - m) stays finite where float rounds m to 1
+        // (the clamp bites only past logits of about 14), and log m where m
+        // underflows. A recoloured blob's floor is far below 1e-6: its pixels,
+        // lit in a neighbouring hue, have m ~ 1e-7 (blue under cyan), and a
+        // clamp there would cut the pull that should recolour them.
+        const double floor = t.recoloured ? 1e-30 : 1e-6;
+        return -(tpl * m.clamp_min(floor).log() + (1 - tpl) * (1 - m.clamp_max(1 - 1e-6)).log());
       };
-      if (opts.kind == ShapeLossOptions::Kind::bce || (t.missing && opts.missing_bce)) {
+      if (opts.kind == ShapeLossOptions::Kind::bce || (t.missing && opts.missing_bce) ||
+          t.recoloured) {
         per_pixel = bce();
       } else {
         per_pixel = (m - tpl).pow(2);
@@ -324,7 +404,9 @@ torch::Tensor shape_loss(const torch::Tensor& images, const std::vector<ShapeTar
       }
     }
     if (held) per_pixel = per_pixel + opts.hold_weight * tpl * box_error;
-    const double weight = t.missing ? opts.missing_weight : 1.0;
+    const double weight = t.missing      ? opts.missing_weight
+                          : t.recoloured ? opts.recolour_weight
+                                         : 1.0;
     if (opts.ring_weight == 1.0) {
       terms.push_back(weight * per_pixel.mean());
     } else {
@@ -344,8 +426,7 @@ torch::Tensor shape_loss(const torch::Tensor& images, const std::vector<ShapeTar
 torch::Tensor background_loss(const std::vector<scene::Prompt>& prompts, const torch::Tensor& images,
                               const std::vector<ShapeTarget>& targets, double temperature, bool straight_through,
                               int* held_images) {
-  if (images.dim() != 4 || int64_t(prompts.size()) != images.size(0))
-    throw std::invalid_argument("background_loss: one prompt per image [B, 3, S, S] is needed");
+  check_batch(prompts, images, "background_loss");
   const int64_t B = images.size(0), H = images.size(2), W = images.size(3);
   std::vector<int> blobs(size_t(B), 0);
   for (const auto& t : targets) {
@@ -456,6 +537,7 @@ DraftStepStats draft_step(DiT& model, torch::optim::Optimizer& opt, const std::v
   if (anchored || predicted) out.anchored_step = early.step;
   auto targets = shape_targets(prompts, images, &out.scores);
   if (opts.relocate_misplaced) mark_misplaced(prompts, targets);
+  if (opts.recolour_extras) recolour_extras(prompts, images, targets, opts.loss.temperature);
   // Placed around the own blobs, whatever else the loss compares.
   const auto missing = opts.add_missing ? missing_objects(prompts, images, targets, opts.loss.temperature)
                                         : std::vector<ShapeTarget>{};

@@ -59,6 +59,9 @@ struct ShapeTarget {
   // A blob whose prompt relation fails (mark_misplaced): marked extra too, so
   // that it is erased and missing_objects places its object again.
   bool misplaced = false;
+  // An extra blob that now stands for a missing object of another colour
+  // (recolour_extras): its box keeps, its colour and shape are the object's.
+  bool recoloured = false;
 };
 
 // The blobs drawn where their prompt's relation fails: for each clause k
@@ -95,6 +98,22 @@ scene::Box box_of(const ShapeTarget& t);
 // left: that object gets no target.
 std::vector<ShapeTarget> missing_objects(const std::vector<scene::Prompt>& prompts, const torch::Tensor& images,
                                          const std::vector<ShapeTarget>& targets, double temperature);
+
+// Before missing_objects: each blob that stands for no clause of its prompt
+// (an extra one, or one in a colour no clause asks of its shape, which
+// scores the object but not its colour), misplaced ones aside, made the
+// target of an object its prompt asks in a colour too few blobs are drawn
+// in, where the prompt's relations hold at the blob's box; returns how many.
+// The blob takes the object's colour and shape and is marked recoloured (no
+// longer extra), so it stands for the clause and missing_objects places that
+// object no more. Why: a colour that drops out is drawn in a neighbouring
+// hue (cyan as blue, forty-fourth session); the loss then shaped (or, extra,
+// erased) that blob and lit the missing object elsewhere, two changes where
+// one recolouring would do. Among several blobs, the one whose box holds the
+// most soft snap to the wanted colour goes first; clauses are served in
+// order, as there.
+int recolour_extras(const std::vector<scene::Prompt>& prompts, const torch::Tensor& images,
+                    std::vector<ShapeTarget>& targets, double temperature);
 
 // The target at the size of an object the renderer draws: the wanted shape in
 // a square box of side max(w, h) clamped to [scene::min_side, max_side]
@@ -203,6 +222,15 @@ struct ShapeLossOptions {
   // batch falling no faster: no step, and a colour that drops out is not
   // held by it.
   bool missing_bce = false;
+  // Weight of the recoloured blobs' targets (ShapeTarget::recoloured), which
+  // are compared under bce whatever `kind` but pixel: their pixels are lit in
+  // another hue, where the soft snap to the wanted colour is ~1e-7 (blue
+  // under cyan: residual^2 2 against 0.56) and mse's pull vanishes with it.
+  // Measured (forty-fifth session, docs/benchmarks.md): at 1 the few
+  // recoloured blobs' gradient was 2-3 times the rest's before clipping and
+  // the runs climbed late (0.491 and 0.428 on two seed pairs); at 0.25,
+  // 0.504 against 0.530 and 0.532 without it: no step.
+  double recolour_weight = 1.0;
 };
 
 struct ShapeLossStats {
@@ -212,6 +240,7 @@ struct ShapeLossStats {
   int extras = 0;        // of them, extra (whether or not they are erased)
   int missing = 0;       // targets that are missing objects, not blobs (not in `targets`)
   int misplaced = 0;     // blobs marked misplaced (among `extras`)
+  int recoloured = 0;    // blobs recoloured (among `targets`, not among `extras`)
 };
 
 // The soft snap of every pixel to every palette colour: [B, 6, S, S] in (0, 1).
@@ -326,6 +355,9 @@ struct DraftOptions {
   // batch of 32 images; on seeds 5 and 6 with README's command the position
   // tag rose (0.29 against 0.24) but the reward did not (0.443 against 0.447).
   bool relocate_misplaced = false;
+  // Before the missing objects are placed, recolour_extras; the recoloured
+  // blobs weigh loss.recolour_weight.
+  bool recolour_extras = false;
   // The early prediction: early_weight times the shape loss (the same
   // targets, found on the final image) of the clean image the model predicts
   // at one step without the graph, x_s - sigma_s v(x_s), drawn per iteration

@@ -1166,6 +1166,101 @@ TEST(Draft, AMisplacedBlobIsMarkedExtraAndItsObjectPlacedAgainWhereTheRelationHo
   EXPECT_THROW(mark_misplaced({broken}, any), std::invalid_argument);
 }
 
+TEST(Draft, AnExtraBlobInAnotherHueIsRecolouredIntoTheMissingObjectWhereTheRelationsHold) {
+  const double temp = ShapeLossOptions{}.temperature;
+  // "a cyan circle" drawn as a blue square: the blob scores the circle but
+  // not its colour, so it stands for no clause and the cyan circle is missing.
+  scene::Prompt cyan;
+  cyan.tag = scene::Tag::colors;
+  cyan.include = {scene::Clause{scene::Shape::circle, 1, scene::Color::cyan}};
+  cyan.text = scene::prompt_text(cyan.tag, cyan.include);
+  const auto blue = painted(dark(), scene::Color::blue, 2, 2, 11, 11, 1.0f);
+  auto targets = shape_targets({cyan}, blue);
+  ASSERT_EQ(targets.size(), 1u);
+  ASSERT_EQ(targets[0].color, scene::Color::blue);
+  const ShapeTarget drawn = targets[0];
+  // Without recolouring, the blob's object is placed off its box.
+  const auto elsewhere = missing_objects({cyan}, blue, targets, temp);
+  ASSERT_EQ(elsewhere.size(), 1u);
+  EXPECT_TRUE(elsewhere[0].x0 > drawn.x1 || elsewhere[0].x1 < drawn.x0 ||
+              elsewhere[0].y0 > drawn.y1 || elsewhere[0].y1 < drawn.y0);
+  // Recoloured: the blob's box with the object's colour and shape, standing
+  // for the clause, so nothing is missing any more.
+  EXPECT_EQ(recolour_extras({cyan}, blue, targets, temp), 1);
+  const auto& t = targets[0];
+  EXPECT_TRUE(t.recoloured);
+  EXPECT_FALSE(t.extra || t.missing || t.called_right);
+  EXPECT_EQ(t.color, scene::Color::cyan);
+  EXPECT_EQ(t.shape, scene::Shape::circle);
+  EXPECT_EQ((std::array<int, 4>{t.x0, t.y0, t.x1, t.y1}),
+            (std::array<int, 4>{drawn.x0, drawn.y0, drawn.x1, drawn.y1}));
+  EXPECT_TRUE(missing_objects({cyan}, blue, targets, temp).empty());
+  EXPECT_EQ(recolour_extras({cyan}, blue, targets, temp), 0)
+      << "a recoloured blob serves its clause";
+  ShapeLossStats st;
+  ShapeLossOptions half;
+  half.recolour_weight = 0.5;
+  half.missing_weight = 3;
+  const double loss = shape_loss(blue, targets, half, &st).item<double>();
+  EXPECT_EQ(st.targets, 1);
+  EXPECT_EQ(st.recoloured, 1);
+  EXPECT_EQ(st.extras, 0);
+  EXPECT_NEAR(loss, 0.5 * shape_loss(blue, targets).item<double>(), 1e-6)
+      << "weighted recolour_weight";
+  half.recolour_weight = -1;
+  EXPECT_THROW(shape_loss(blue, targets, half), std::invalid_argument);
+  // Compared under bce: on blue pixels the snap to cyan is ~1e-6, where
+  // mse's pull vanishes; the same target as a plain blob's under mse barely pulls.
+  auto pull = [&](const std::vector<ShapeTarget>& ts) {
+    auto x = blue.clone().requires_grad_(true);
+    shape_loss(x, ts).backward();
+    return x.grad().norm().item<double>();
+  };
+  auto plain = targets;
+  plain[0].recoloured = false;
+  EXPECT_GT(pull(targets), 1000 * pull(plain))
+      << "bce " << pull(targets) << ", mse " << pull(plain);
+  // Descending it on the pixels turns the blue square into a cyan circle
+  // the detector finds: full marks.
+  auto x = blue.clone().requires_grad_(true);
+  torch::optim::Adam opt({x}, torch::optim::AdamOptions(0.02));
+  for (int step = 0; step < 300; ++step) {
+    opt.zero_grad();
+    shape_loss(x, targets).backward();
+    opt.step();
+  }
+  EXPECT_EQ(score_batch({cyan}, x.detach())[0].reward, 1.0);
+
+  // "a red square left of a green triangle" (the triangle clause 0), the
+  // red square drawn and a blue blob: recoloured into the triangle only where
+  // the square is left of it.
+  const auto [left_of, both] = square_and_triangle();
+  auto right = painted(dark(), scene::Color::red, 2, 11, 10, 19, 1.0f);
+  right = painted(right, scene::Color::blue, 18, 11, 26, 19, 1.0f);
+  auto there = shape_targets({left_of}, right);
+  ASSERT_EQ(there.size(), 2u);
+  EXPECT_EQ(recolour_extras({left_of}, right, there, temp), 1);
+  const auto made =
+      std::find_if(there.begin(), there.end(), [](const ShapeTarget& u) { return u.recoloured; });
+  ASSERT_TRUE(made != there.end());
+  EXPECT_EQ(made->color, scene::Color::green);
+  EXPECT_EQ(made->shape, scene::Shape::triangle);
+  EXPECT_GE(made->x0, 18);
+  auto wrong = painted(dark(), scene::Color::red, 10, 11, 18, 19, 1.0f);
+  wrong = painted(wrong, scene::Color::blue, 0, 11, 8, 19, 1.0f);
+  auto not_there = shape_targets({left_of}, wrong);
+  ASSERT_EQ(not_there.size(), 2u);
+  EXPECT_EQ(recolour_extras({left_of}, wrong, not_there, temp), 0)
+      << "the square is not left of the blue blob";
+  EXPECT_EQ(missing_objects({left_of}, wrong, not_there, temp).size(), 1u)
+      << "the triangle is placed instead";
+  // A misplaced blob is not recoloured: it is to be drawn again elsewhere.
+  auto marked = shape_targets({left_of}, right);
+  for (auto& u : marked) u.misplaced = u.color == scene::Color::blue;
+  EXPECT_EQ(recolour_extras({left_of}, right, marked, temp), 0);
+  EXPECT_THROW(recolour_extras({left_of, both}, right, there, temp), std::invalid_argument);
+}
+
 TEST(Draft, TheGradTailRollsOutWhatTheSamplerDoesAndReachesTheWeights) {
   auto m = perturbed_model(5);
   const auto prompts = some_prompts(3);

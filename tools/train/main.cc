@@ -101,8 +101,8 @@ int main(int argc, char** argv) {
   std::string lr_decay = "none", draft_loss = "mse", draft_targets = "own", draft_missing_loss = "mse";
   std::vector<std::string> lr_scale_texts;  // --lr-scale PREFIX=S, in order
   double minutes = 30, lr = 2e-4, guidance = -1, soft_width = 1, draft_ring_weight = 1,
-         draft_hold = 0, draft_bce_weight = 0, draft_ptx = 0, draft_background = 0, draft_missing = 0,
-         draft_early = 0,
+         draft_hold = 0, draft_bce_weight = 0, draft_ptx = 0, draft_background = 0,
+         draft_missing = 0, draft_early = 0, draft_recolour = 0,
          draft_temperature = models::ShapeLossOptions{}.temperature;
   bool per_group_std = false, draft_through_clamp = false, draft_erase_extras = false,
        draft_object_size = false, draft_relocate = false;
@@ -205,6 +205,13 @@ int main(int argc, char** argv) {
                "draft: erase each blob drawn where its prompt's relation fails and place its object again, as a "
                "missing one, where the relation holds (models/draft.h mark_misplaced; needs --draft-missing and "
                "--draft-erase-extras)");
+  app.add_option("--draft-recolour", draft_recolour,
+                 "draft: weight of the recoloured blobs: each blob that stands for no clause of its "
+                 "prompt (extra, or drawn in a colour not asked of its shape) made the target of an "
+                 "object asked in a colour too few blobs have, where the relations hold at the blob, "
+                 "so that a blob in the wrong hue is recoloured rather than drawn again elsewhere; "
+                 "compared under bce (models/draft.h recolour_extras; measured no better; 0: off)")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--draft-early", draft_early,
                  "draft: weight of the early prediction, the shape loss of the clean image the model predicts at "
                  "one step before the last --draft-steps (drawn per iteration), on the final image's targets, so "
@@ -331,10 +338,11 @@ int main(int argc, char** argv) {
     // One list gives both the check and its message, so a new --draft-*
     // option is refused elsewhere by adding its name here.
     const std::vector<std::string> draft_only = {
-        "--draft-steps",   "--draft-loss",        "--draft-ring-weight",  "--draft-hold",
+        "--draft-steps",   "--draft-loss",        "--draft-ring-weight",   "--draft-hold",
         "--draft-targets", "--draft-temperature", "--draft-through-clamp", "--draft-erase-extras",
-        "--draft-ptx",     "--draft-ptx-batch", "--draft-background", "--draft-object-size",
-        "--draft-missing", "--draft-early",   "--draft-relocate", "--draft-missing-loss"};
+        "--draft-ptx",     "--draft-ptx-batch",   "--draft-background",    "--draft-object-size",
+        "--draft-missing", "--draft-early",       "--draft-relocate",      "--draft-missing-loss",
+        "--draft-recolour"};
     if (!draft && std::any_of(draft_only.begin(), draft_only.end(),
                               [&](const auto& o) { return app.count(o) > 0; })) {
       std::string names;
@@ -404,6 +412,8 @@ int main(int argc, char** argv) {
     draft_opts.add_missing = draft_missing > 0;
     draft_opts.loss.missing_weight = draft_missing;
     draft_opts.relocate_misplaced = draft_relocate;
+    draft_opts.recolour_extras = draft_recolour > 0;
+    draft_opts.loss.recolour_weight = draft_recolour;
     draft_opts.loss.missing_bce = draft_missing_loss == "bce";
     if (app.count("--draft-missing-loss") > 0 && !(draft_missing > 0))
       throw std::invalid_argument(
@@ -664,10 +674,16 @@ int main(int argc, char** argv) {
                   << ",\"reward_std\":" << rewards.std(false).item<double>()
                   << ",\"best_of_group\":" << models::best_of_group_mean(rewards, group)
                   << ",\"loss\":" << st.loss.loss << ",\"blobs\":" << st.loss.targets
-                  << ",\"called_right\":" << st.loss.called_right << ",\"extras\":" << st.loss.extras << ",\"missing\":" << st.loss.missing << ",\"misplaced\":" << st.loss.misplaced
+                  << ",\"called_right\":" << st.loss.called_right
+                  << ",\"extras\":" << st.loss.extras << ",\"missing\":" << st.loss.missing
+                  << ",\"misplaced\":" << st.loss.misplaced
+                  << ",\"recoloured\":" << st.loss.recoloured
                   << ",\"reference_mse\":" << st.reference_mse << ",\"grad_norm\":" << st.grad_norm
-                  << ",\"ptx_loss\":" << st.ptx_loss << ",\"background_loss\":" << st.background_loss
-                  << ",\"background_images\":" << st.background_images << ",\"early_loss\":" << st.early_loss << curriculum_fields() << ",\"step_s\":" << std::chrono::duration<double>(Clock::now() - r0).count()
+                  << ",\"ptx_loss\":" << st.ptx_loss
+                  << ",\"background_loss\":" << st.background_loss
+                  << ",\"background_images\":" << st.background_images
+                  << ",\"early_loss\":" << st.early_loss << curriculum_fields()
+                  << ",\"step_s\":" << std::chrono::duration<double>(Clock::now() - r0).count()
                   << ",\"elapsed_s\":" << elapsed() << "}" << std::endl;
         if (iter % eval_every == 0) run_eval(iter, iter >= iterations);
         continue;
