@@ -116,9 +116,9 @@ void check_batch(const std::vector<scene::Prompt>& prompts, const torch::Tensor&
 
 }  // namespace
 
-int recolour_extras(const std::vector<scene::Prompt>& prompts, const torch::Tensor& images,
+int recolour_blobs(const std::vector<scene::Prompt>& prompts, const torch::Tensor& images,
                     std::vector<ShapeTarget>& targets, double temperature) {
-  check_batch(prompts, images, "recolour_extras");
+  check_batch(prompts, images, "recolour_blobs");
   const auto masks = snap_masks(images, temperature);
   const auto snap = masks.accessor<float, 4>();
   int recoloured = 0;
@@ -392,8 +392,8 @@ torch::Tensor shape_loss(const torch::Tensor& images, const std::vector<ShapeTar
         // underflows. A recoloured blob's floor is far below 1e-6: its pixels,
         // lit in a neighbouring hue, have m ~ 1e-7 (blue under cyan), and a
         // clamp there would cut the pull that should recolour them.
-        const double floor = t.recoloured ? 1e-30 : 1e-6;
-        return -(tpl * m.clamp_min(floor).log() + (1 - tpl) * (1 - m.clamp_max(1 - 1e-6)).log());
+        const auto mc = m.clamp(t.recoloured ? 1e-30 : 1e-6, 1 - 1e-6);
+        return -(tpl * mc.log() + (1 - tpl) * (1 - mc).log());
       };
       if (opts.kind == ShapeLossOptions::Kind::bce || (t.missing && opts.missing_bce) ||
           t.recoloured) {
@@ -537,7 +537,7 @@ DraftStepStats draft_step(DiT& model, torch::optim::Optimizer& opt, const std::v
   if (anchored || predicted) out.anchored_step = early.step;
   auto targets = shape_targets(prompts, images, &out.scores);
   if (opts.relocate_misplaced) mark_misplaced(prompts, targets);
-  if (opts.recolour_extras) recolour_extras(prompts, images, targets, opts.loss.temperature);
+  if (opts.recolour_blobs) recolour_blobs(prompts, images, targets, opts.loss.temperature);
   // Placed around the own blobs, whatever else the loss compares.
   const auto missing = opts.add_missing ? missing_objects(prompts, images, targets, opts.loss.temperature)
                                         : std::vector<ShapeTarget>{};

@@ -60,7 +60,7 @@ struct ShapeTarget {
   // that it is erased and missing_objects places its object again.
   bool misplaced = false;
   // An extra blob that now stands for a missing object of another colour
-  // (recolour_extras): its box keeps, its colour and shape are the object's.
+  // (recolour_blobs): its box keeps, its colour and shape are the object's.
   bool recoloured = false;
 };
 
@@ -112,7 +112,7 @@ std::vector<ShapeTarget> missing_objects(const std::vector<scene::Prompt>& promp
 // one recolouring would do. Among several blobs, the one whose box holds the
 // most soft snap to the wanted colour goes first; clauses are served in
 // order, as there.
-int recolour_extras(const std::vector<scene::Prompt>& prompts, const torch::Tensor& images,
+int recolour_blobs(const std::vector<scene::Prompt>& prompts, const torch::Tensor& images,
                     std::vector<ShapeTarget>& targets, double temperature);
 
 // The target at the size of an object the renderer draws: the wanted shape in
@@ -355,9 +355,9 @@ struct DraftOptions {
   // batch of 32 images; on seeds 5 and 6 with README's command the position
   // tag rose (0.29 against 0.24) but the reward did not (0.443 against 0.447).
   bool relocate_misplaced = false;
-  // Before the missing objects are placed, recolour_extras; the recoloured
+  // Before the missing objects are placed, recolour_blobs; the recoloured
   // blobs weigh loss.recolour_weight.
-  bool recolour_extras = false;
+  bool recolour_blobs = false;
   // The early prediction: early_weight times the shape loss (the same
   // targets, found on the final image) of the clean image the model predicts
   // at one step without the graph, x_s - sigma_s v(x_s), drawn per iteration

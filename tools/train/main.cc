@@ -210,7 +210,7 @@ int main(int argc, char** argv) {
                  "prompt (extra, or drawn in a colour not asked of its shape) made the target of an "
                  "object asked in a colour too few blobs have, where the relations hold at the blob, "
                  "so that a blob in the wrong hue is recoloured rather than drawn again elsewhere; "
-                 "compared under bce (models/draft.h recolour_extras; measured no better; 0: off)")
+                 "compared under bce (models/draft.h recolour_blobs; measured no better; 0: off)")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--draft-early", draft_early,
                  "draft: weight of the early prediction, the shape loss of the clean image the model predicts at "
@@ -412,7 +412,7 @@ int main(int argc, char** argv) {
     draft_opts.add_missing = draft_missing > 0;
     draft_opts.loss.missing_weight = draft_missing;
     draft_opts.relocate_misplaced = draft_relocate;
-    draft_opts.recolour_extras = draft_recolour > 0;
+    draft_opts.recolour_blobs = draft_recolour > 0;
     draft_opts.loss.recolour_weight = draft_recolour;
     draft_opts.loss.missing_bce = draft_missing_loss == "bce";
     if (app.count("--draft-missing-loss") > 0 && !(draft_missing > 0))
