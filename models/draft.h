@@ -229,7 +229,7 @@ struct ShapeLossOptions {
   // Measured (forty-fifth session, docs/benchmarks.md): at 1 the few
   // recoloured blobs' gradient was 2-3 times the rest's before clipping and
   // the runs climbed late (0.491 and 0.428 on two seed pairs); at 0.25,
-  // 0.504 against 0.530 and 0.532 without it: no step.
+  // 0.465 and 0.504 against 0.455-0.523 and 0.530-0.532 without it: no step.
   double recolour_weight = 1.0;
 };
 
