@@ -60,14 +60,15 @@ struct Against {
   bool box_first;  // relative_position(box, other), else (other, box)
 };
 
-// The relations a box for clause k of p must hold, against the boxes of
-// `here` (one image's targets) that stand for the clauses it is related to.
+// The relations a box for clause k of p (image i's prompt) must hold,
+// against the boxes of image i's `targets` that stand for the clauses it is
+// related to.
 std::vector<Against> relations_of(const scene::Prompt& p, size_t k,
-                                  const std::vector<ShapeTarget>& here) {
+                                  const std::vector<ShapeTarget>& targets, int64_t i) {
   auto of_clause = [&](size_t j) {
     std::vector<scene::Box> boxes;
-    for (const auto& t : here)
-      if (serves(t, p.include[j])) boxes.push_back(box_of(t));
+    for (const auto& t : targets)
+      if (t.image == i && serves(t, p.include[j])) boxes.push_back(box_of(t));
     return boxes;
   };
   std::vector<Against> against;
@@ -128,10 +129,7 @@ int recolour_blobs(const std::vector<scene::Prompt>& prompts, const torch::Tenso
       const auto& c = p.include[k];
       if (!c.color) continue;  // an uncoloured clause takes any blob already
       for (int missing = c.count - serving(targets, i, c); missing > 0; --missing) {
-        std::vector<ShapeTarget> here;
-        for (const auto& t : targets)
-          if (t.image == i) here.push_back(t);
-        const auto against = relations_of(p, k, here);
+        const auto against = relations_of(p, k, targets, i);
         ShapeTarget* pick = nullptr;
         double best = -1;
         for (auto& t : targets) {
@@ -185,7 +183,7 @@ std::vector<ShapeTarget> missing_objects(const std::vector<scene::Prompt>& promp
       for (; missing > 0; --missing) {
         // The relations a box for clause k must hold, against the boxes there
         // are: found once per object, not per candidate position.
-        const auto against = relations_of(p, k, here);
+        const auto against = relations_of(p, k, here, i);
         float best = -1;
         ShapeTarget t;
         for (const auto colour : colours)

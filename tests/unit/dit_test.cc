@@ -980,6 +980,20 @@ torch::Tensor painted(torch::Tensor image, scene::Color c, int x0, int y0, int x
 
 torch::Tensor dark() { return torch::full({1, 3, 32, 32}, -1.0f); }
 
+// `image` after `steps` Adam steps on its pixels down the shape loss of
+// fixed `targets` (default options).
+torch::Tensor descended(const torch::Tensor& image, const std::vector<ShapeTarget>& targets,
+                        int steps) {
+  auto x = image.clone().requires_grad_(true);
+  torch::optim::Adam opt({x}, torch::optim::AdamOptions(0.02));
+  for (int step = 0; step < steps; ++step) {
+    opt.zero_grad();
+    shape_loss(x, targets).backward();
+    opt.step();
+  }
+  return x.detach();
+}
+
 // "a red square left of a green triangle" (the triangle is clause 0, the
 // square clause 1, left of it), and the same two objects asked without a
 // relation.
@@ -1021,14 +1035,7 @@ TEST(Draft, MissingObjectsArePlacedWhereTheModelNearlyDrawsThemAndWhereTheRelati
   EXPECT_THROW(shape_loss(faint, missing, twice), std::invalid_argument);
   // Descending the loss on the pixels draws the circle: found, full marks,
   // and nothing missing any more.
-  auto x = faint.clone().requires_grad_(true);
-  torch::optim::Adam opt({x}, torch::optim::AdamOptions(0.02));
-  for (int step = 0; step < 300; ++step) {
-    opt.zero_grad();
-    shape_loss(x, missing).backward();
-    opt.step();
-  }
-  const auto drawn = x.detach();
+  const auto drawn = descended(faint, missing, 300);
   EXPECT_EQ(score_batch({circle}, drawn)[0].reward, 1.0);
   EXPECT_TRUE(missing_objects({circle}, drawn, shape_targets({circle}, drawn), temp).empty());
   // A rendered "a red circle" misses nothing; under "two red circles" one is
@@ -1222,14 +1229,7 @@ TEST(Draft, ABlobInAnotherHueIsRecolouredIntoTheMissingObjectWhereTheRelationsHo
       << "bce " << pull(targets) << ", mse " << pull(plain);
   // Descending it on the pixels turns the blue square into a cyan circle
   // the detector finds: full marks.
-  auto x = blue.clone().requires_grad_(true);
-  torch::optim::Adam opt({x}, torch::optim::AdamOptions(0.02));
-  for (int step = 0; step < 300; ++step) {
-    opt.zero_grad();
-    shape_loss(x, targets).backward();
-    opt.step();
-  }
-  EXPECT_EQ(score_batch({cyan}, x.detach())[0].reward, 1.0);
+  EXPECT_EQ(score_batch({cyan}, descended(blue, targets, 300))[0].reward, 1.0);
 
   // "a red square left of a green triangle" (the triangle clause 0), the
   // red square drawn and a blue blob: recoloured into the triangle only where
