@@ -453,8 +453,10 @@ torch::Tensor background_loss(const std::vector<scene::Prompt>& prompts, const t
   return (per_pixel.sum({1, 2}) / pixels).sum() / double(std::max<int64_t>(1, B));
 }
 
-torch::Tensor sample_with_grad_tail(DiT& model, const torch::Tensor& tokens, const std::vector<uint64_t>& seeds,
-                                    int steps, double shift, double guidance, int grad_steps, EarlyLatent* early) {
+torch::Tensor sample_with_grad_tail(DiT& model, const torch::Tensor& tokens,
+                                    const std::vector<uint64_t>& seeds, int steps, double shift,
+                                    double guidance, int grad_steps, EarlyLatent* early,
+                                    bool null_grad) {
   if (grad_steps < 1 || grad_steps > steps)
     throw std::invalid_argument("sample_with_grad_tail: grad_steps must lie in [1, steps]");
   if (early && (early->step < 0 || early->step >= steps - grad_steps))
@@ -481,7 +483,8 @@ torch::Tensor sample_with_grad_tail(DiT& model, const torch::Tensor& tokens, con
     }
   }
   for (int i = steps - grad_steps; i < steps; ++i)
-    x = x + (sigmas[size_t(i) + 1] - sigmas[size_t(i)]) * guided_velocity(model, x, sigmas[size_t(i)], tokens, guidance);
+    x = x + (sigmas[size_t(i) + 1] - sigmas[size_t(i)]) *
+                guided_velocity(model, x, sigmas[size_t(i)], tokens, guidance, nullptr, null_grad);
   return x;
 }
 
@@ -530,8 +533,9 @@ DraftStepStats draft_step(DiT& model, torch::optim::Optimizer& opt, const std::v
     for (uint64_t s : seeds) h = (h ^ s) * 0x100000001b3ULL;
     early.step = int((h >> 17) % uint64_t(opts.steps - opts.grad_steps));
   }
-  auto images = sample_with_grad_tail(model, tokens, seeds, opts.steps, opts.shift, opts.guidance, opts.grad_steps,
-                                      anchored || predicted ? &early : nullptr);
+  auto images = sample_with_grad_tail(model, tokens, seeds, opts.steps, opts.shift, opts.guidance,
+                                      opts.grad_steps, anchored || predicted ? &early : nullptr,
+                                      opts.null_grad);
   if (anchored || predicted) out.anchored_step = early.step;
   auto targets = shape_targets(prompts, images, &out.scores);
   if (opts.relocate_misplaced) mark_misplaced(prompts, targets);
@@ -567,14 +571,16 @@ DraftStepStats draft_step(DiT& model, torch::optim::Optimizer& opt, const std::v
   out.loss = own;
   if (anchored) {
     const auto s = torch::full({early.x.size(0)}, early.sigma, early.x.options());
-    const auto mse = reference_mse(guided_velocity(model, early.x, s, tokens, opts.guidance), *reference, early.x, s,
-                                   tokens, opts.guidance);
+    const auto mse = reference_mse(
+        guided_velocity(model, early.x, s, tokens, opts.guidance, nullptr, opts.null_grad),
+        *reference, early.x, s, tokens, opts.guidance);
     out.reference_mse = mse.item<double>();
     loss = loss + opts.reference_weight * mse;
   }
   if (predicted) {
     const auto s = torch::full({early.x.size(0)}, early.sigma, early.x.options());
-    const auto x0 = early.x - early.sigma * guided_velocity(model, early.x, s, tokens, opts.guidance);
+    const auto x0 = early.x - early.sigma * guided_velocity(model, early.x, s, tokens,
+                                                            opts.guidance, nullptr, opts.null_grad);
     const auto e = shape_loss(x0, targets, opts.loss);
     out.early_loss = e.item<double>();
     loss = loss + opts.early_weight * e;

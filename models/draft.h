@@ -284,15 +284,25 @@ struct EarlyLatent {
   torch::Tensor x;
   double sigma = 0;
 };
-torch::Tensor sample_with_grad_tail(DiT& model, const torch::Tensor& tokens, const std::vector<uint64_t>& seeds,
-                                    int steps, double shift, double guidance, int grad_steps,
-                                    EarlyLatent* early = nullptr);
+torch::Tensor sample_with_grad_tail(DiT& model, const torch::Tensor& tokens,
+                                    const std::vector<uint64_t>& seeds, int steps, double shift,
+                                    double guidance, int grad_steps, EarlyLatent* early = nullptr,
+                                    bool null_grad = true);
 
 struct DraftOptions {
   int steps = 20;  // the rollout: spotlight-eval's Euler ODE
   double shift = 3.0;
   double guidance = 1.0;
   int grad_steps = 2;  // K: the last steps whose graph is kept
+  // False (--freeze-null): the null-prompt branch of the guided velocity
+  // moves no weights; its path back to the latent stays. Why it was tried:
+  // the branch enters with weight 1 - w (-4 at guidance 5) and is shared by
+  // every prompt, and DRaFT's kept weights had drawn, given the null prompt,
+  // 6 squares in 558 blobs and no yellow or purple (the base: 29 in 917, every
+  // colour). Measured worse (forty-sixth session, docs/benchmarks.md): 0.454
+  // and 0.343 on seeds 3-4 and 5-6, against 0.455-0.523 and 0.530-0.532
+  // with both branches trained.
+  bool null_grad = true;
   ShapeLossOptions loss;
   double max_grad_norm = 1.0;
   // The anchor. The gradient reaches only the last K steps, but the weights

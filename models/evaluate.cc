@@ -66,13 +66,15 @@ torch::Tensor soft_rewards(const std::vector<scene::Prompt>& prompts, const torc
   return out;
 }
 
-ShapeReport shape_report(const std::vector<scene::Prompt>& prompts, const torch::Tensor& images, double width) {
+ShapeReport shape_report(const std::vector<scene::Prompt>& prompts, const torch::Tensor& images,
+                         double width, scene::ShapeConfusion* confusion) {
   const auto soft = soft_options(width);
   ShapeReport sum;
   for_each_image(prompts, images, "shape_report", [&](size_t i, const float* chw, int size) {
     const auto found = scene::detect(chw, size);
     sum.soft += scene::expected_reward(prompts[i], found, soft);
     sum.favourable += scene::best_reward_over_shapes(prompts[i], found);
+    if (confusion) confusion->add(prompts[i], found);
   });
   return sum;
 }
@@ -110,7 +112,7 @@ EvalResult evaluate(DiT& model, const EvalOptions& opts) {
     auto images = sample(model, tokens, chunk_seeds, sampler).images;
     auto scores = score_batch(chunk, images);
     if (opts.shape_report) {
-      const auto shapes = shape_report(chunk, images, opts.soft_width);
+      const auto shapes = shape_report(chunk, images, opts.soft_width, &res.shapes);
       res.soft += shapes.soft;
       res.shape_best += shapes.favourable;
     }

@@ -15,6 +15,7 @@
 #include "models/scene/colour_tally.h"
 #include "models/scene/prompt.h"
 #include "models/scene/reward.h"
+#include "models/scene/shape_confusion.h"
 
 namespace spotlight::models {
 
@@ -51,7 +52,9 @@ torch::Tensor soft_rewards(const std::vector<scene::Prompt>& prompts, const torc
 struct ShapeReport {
   double soft = 0, favourable = 0;
 };
-ShapeReport shape_report(const std::vector<scene::Prompt>& prompts, const torch::Tensor& images, double width = 1);
+// With `confusion`, also adds each image's shape calls to it (the same detection).
+ShapeReport shape_report(const std::vector<scene::Prompt>& prompts, const torch::Tensor& images,
+                         double width = 1, scene::ShapeConfusion* confusion = nullptr);
 
 struct EvalOptions {
   int prompts = 64;          // scene::evaluation_prompts(n): fixed
@@ -62,7 +65,9 @@ struct EvalOptions {
   int64_t batch = 64;
   bool keep_images = false;  // return the generated images (to look at them)
   bool validation = false;   // the trainer's validation set: other prompts, other seeds
-  bool shape_report = false; // also the shape-soft reward and the reward with every shape call favourable
+  // Also the shape-soft reward, the reward with every shape call favourable
+  // and the shape calls against the wanted shapes (scene::ShapeConfusion).
+  bool shape_report = false;
   double soft_width = 1;      // shape_report: the soft reward's width scale (soft_rewards)
   bool colour_report = false; // also the blobs of each colour, and the asked colours drawn (scene::ColourTally)
 };
@@ -75,6 +80,7 @@ struct EvalResult {
   int images = 0;
   double soft = 0;        // shape_report: mean scene::expected_reward
   double shape_best = 0;  // shape_report: mean scene::best_reward_over_shapes
+  scene::ShapeConfusion shapes;  // shape_report
   std::map<std::string, double> reward_by_tag;
   scene::ColourTally colours;  // colour_report
   torch::Tensor samples;                // keep_images: [images, 3, S, S]

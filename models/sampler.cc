@@ -1,9 +1,35 @@
 #include "models/sampler.h"
 
 #include <stdexcept>
-
+#include <vector>
 
 namespace spotlight::models {
+
+namespace {
+
+// Clears requires_grad on the model's trainable weights while it lives, so a
+// forward pass records the graph through its inputs alone; restores them on
+// the way out, exceptions included.
+class FrozenWeights {
+ public:
+  explicit FrozenWeights(DiT& model) {
+    for (auto& p : model->parameters())
+      if (p.requires_grad()) {
+        p.set_requires_grad(false);
+        frozen_.push_back(p);
+      }
+  }
+  ~FrozenWeights() {
+    for (auto& p : frozen_) p.set_requires_grad(true);
+  }
+  FrozenWeights(const FrozenWeights&) = delete;
+  FrozenWeights& operator=(const FrozenWeights&) = delete;
+
+ private:
+  std::vector<torch::Tensor> frozen_;
+};
+
+}  // namespace
 
 void SamplerOptions::validate() const {
   if (steps < 1) throw std::invalid_argument("sampler: steps must be >= 1");
@@ -27,8 +53,15 @@ torch::Tensor guided_velocity(DiT& model, const torch::Tensor& x, const torch::T
   torch::Tensor v_prompt, v_null;
   if (!null_grad && torch::GradMode::is_enabled()) {
     v_prompt = model->forward(x, s, tokens, sp);
-    torch::NoGradGuard no_grad;
-    v_null = model->forward(x, s, null_tokens, sp);
+    if (x.requires_grad()) {
+      // x came out of earlier steps with their graph (DRaFT's tail): the
+      // null branch keeps its path to x, only its weights take no gradient.
+      FrozenWeights frozen(model);
+      v_null = model->forward(x, s, null_tokens, sp);
+    } else {
+      torch::NoGradGuard no_grad;
+      v_null = model->forward(x, s, null_tokens, sp);
+    }
   } else {
     // One pass over both branches; every layer is batch-invariant (dit.cc),
     // so each half has the bits a separate pass would give.

@@ -435,6 +435,36 @@ TEST(Training, NftWithGuidanceFitsTheVelocityTheGuidedSamplerFollows) {
   EXPECT_GT(norm2, 0);
 }
 
+namespace {
+
+// Each weight's gradient (zeros where none reached it).
+std::vector<torch::Tensor> weight_grads(DiT& m) {
+  std::vector<torch::Tensor> g;
+  for (auto& p : m->parameters())
+    g.push_back(p.grad().defined() ? p.grad().clone() : torch::zeros_like(p));
+  return g;
+}
+
+// --freeze-null's weight gradient must be the one with the null branch's
+// output held constant by hand, and differ from the default's (both
+// branches train) by a real amount.
+void expect_prompt_branch_alone(const std::vector<torch::Tensor>& frozen,
+                                const std::vector<torch::Tensor>& by_hand,
+                                const std::vector<torch::Tensor>& both) {
+  double diff_hand = 0, diff_both = 0, norm = 0;
+  for (size_t i = 0; i < frozen.size(); ++i) {
+    diff_hand += (frozen[i] - by_hand[i]).pow(2).sum().item<double>();
+    diff_both += (frozen[i] - both[i]).pow(2).sum().item<double>();
+    norm += by_hand[i].pow(2).sum().item<double>();
+  }
+  ASSERT_GT(norm, 0);
+  EXPECT_LT(diff_hand, 1e-8 * norm) << "the weights' gradient is the prompt branch's alone";
+  EXPECT_GT(diff_both, 1e-4 * norm)
+      << "the null branch's weight gradient is a real part of the default";
+}
+
+}  // namespace
+
 TEST(Training, NftWithAFrozenNullBranchFitsThroughThePromptBranchOnly) {
   // --freeze-null: the same loss, but its gradient is that of the guided
   // velocity with the null branch's output held constant.
@@ -442,11 +472,7 @@ TEST(Training, NftWithAFrozenNullBranchFitsThroughThePromptBranchOnly) {
   auto s = torch::tensor({0.3f, 0.5f, 0.7f, 0.9f});
   const double w = 5.0;
   auto ones = torch::ones({4});
-  auto grads = [&] {
-    std::vector<torch::Tensor> g;
-    for (auto& p : model->parameters()) g.push_back(p.grad().defined() ? p.grad().clone() : torch::zeros_like(p));
-    return g;
-  };
+  auto grads = [&] { return weight_grads(model); };
   model->zero_grad();
   auto x = interpolate(x0, eps, s);
   auto v_prompt = model->forward(x, s, tokens);
@@ -463,15 +489,7 @@ TEST(Training, NftWithAFrozenNullBranchFitsThroughThePromptBranchOnly) {
   model->zero_grad();
   nft_loss(model, old, x0, tokens, ones, s, eps, 1.0, nullptr, w).backward();
   const auto both = grads();
-  double diff_hand = 0, diff_both = 0, norm = 0;
-  for (size_t i = 0; i < frozen.size(); ++i) {
-    diff_hand += (frozen[i] - by_hand[i]).pow(2).sum().item<double>();
-    diff_both += (frozen[i] - both[i]).pow(2).sum().item<double>();
-    norm += by_hand[i].pow(2).sum().item<double>();
-  }
-  ASSERT_GT(norm, 0);
-  EXPECT_LT(diff_hand, 1e-8 * norm);
-  EXPECT_GT(diff_both, 1e-4 * norm);  // the null branch's gradient is a real part of the default
+  expect_prompt_branch_alone(frozen, by_hand, both);
 }
 
 TEST(Training, NftReferenceTermAddsTheVelocitysDistanceFromTheReference) {
@@ -1297,6 +1315,62 @@ TEST(Draft, TheGradTailRollsOutWhatTheSamplerDoesAndReachesTheWeights) {
   early.step = 3;  // the first step with the graph
   EXPECT_THROW(sample_with_grad_tail(m, tokens, seeds, ode.steps, ode.shift, ode.guidance, 3, &early),
                std::invalid_argument);
+}
+
+TEST(Draft, AFrozenNullBranchMovesNoWeightsButKeepsItsPathToTheLatent) {
+  // --freeze-null under draft: inside the grad tail the latent carries a
+  // graph; the null branch must pass its gradient on to the latent (the
+  // earlier steps' share) while its weights take none.
+  auto m = perturbed_model(6);
+  auto tokens = encode_prompts(some_prompts(3), 12);
+  const double w = 4.0;
+  const auto x_value = torch::randn({3, 3, 16, 16});
+  const auto c = torch::randn({3, 3, 16, 16});  // a fixed linear loss on the velocity
+  auto run = [&](bool null_grad, bool null_by_hand) {
+    m->zero_grad();
+    auto x = x_value.clone().requires_grad_(true);
+    torch::Tensor v;
+    if (null_by_hand) {  // the null branch as a constant
+      torch::Tensor v_null;
+      {
+        torch::NoGradGuard ng;
+        v_null = m->forward(x, torch::full({3}, 0.6), torch::zeros_like(tokens));
+      }
+      v = v_null + w * (m->forward(x, torch::full({3}, 0.6), tokens) - v_null);
+    } else {
+      v = guided_velocity(m, x, 0.6, tokens, w, nullptr, null_grad);
+    }
+    (v * c).sum().backward();
+    return std::make_pair(weight_grads(m), x.grad().clone());
+  };
+  const auto [both, x_both] = run(true, false);
+  const auto [frozen, x_frozen] = run(false, false);
+  const auto [by_hand, x_by_hand] = run(false, true);
+  expect_prompt_branch_alone(frozen, by_hand, both);
+  EXPECT_TRUE(torch::allclose(x_frozen, x_both, 1e-5, 1e-6))
+      << "the latent keeps its path through the null branch";
+  EXPECT_FALSE(torch::allclose(x_frozen, x_by_hand, 1e-3, 1e-4))
+      << "and that path carries gradient";
+  for (const auto& p : m->parameters())
+    EXPECT_TRUE(p.requires_grad()) << "the weights are trainable again";
+
+  // The tail with a frozen null branch rolls out the same images and still reaches the weights.
+  const std::vector<uint64_t> seeds = {21, 22, 23};
+  torch::Tensor plain;
+  {
+    torch::NoGradGuard ng;
+    plain = sample_with_grad_tail(m, tokens, seeds, 6, 3.0, w, 3);
+  }
+  m->zero_grad();
+  auto images = sample_with_grad_tail(m, tokens, seeds, 6, 3.0, w, 3, nullptr, /*null_grad=*/false);
+  EXPECT_TRUE(torch::allclose(images, plain, 1e-5, 1e-5));
+  images.pow(2).sum().backward();
+  double grad = 0;
+  for (const auto& p : m->parameters())
+    if (p.grad().defined()) grad += p.grad().abs().sum().item<double>();
+  EXPECT_GT(grad, 0.0);
+  EXPECT_TRUE(DraftOptions{}.null_grad)
+      << "both branches train unless --freeze-null asks otherwise";
 }
 
 namespace {

@@ -19,6 +19,7 @@
 #include "models/scene/render.h"
 #include "models/scene/reward.h"
 #include "models/scene/rng.h"
+#include "models/scene/shape_confusion.h"
 #include "models/scene/tokenizer.h"
 
 namespace spotlight::scene {
@@ -731,6 +732,31 @@ TEST(ColourTally, CountsTheBlobsOfEachColourAndWhetherTheAskedColoursAreDrawn) {
   EXPECT_DOUBLE_EQ(t.drawn_share(Color::blue), 0.5);
   EXPECT_DOUBLE_EQ(t.drawn_share(Color::green), 0.0) << "drawn but never asked";
   EXPECT_EQ(t.asked[size_t(Color::green)], 0);
+}
+
+TEST(ShapeConfusion, TalliesEachBlobsCallAgainstTheShapeItsPromptWantsPerTag) {
+  ShapeConfusion t;
+  // "three circles" drawn as two circles and a square: all three are wanted circles.
+  t.add(counting(Shape::circle, 3),
+        {det(Shape::circle, Color::red, 0, 0), det(Shape::square, Color::red, 12, 0),
+         det(Shape::circle, Color::red, 24, 0)});
+  // "a red circle" drawn as a red square beside a blue triangle: the square is
+  // the wanted circle; the triangle stands for no clause and is not counted.
+  const Prompt red = make_prompt(Tag::colors, {clause(Shape::circle, 1, Color::red)});
+  t.add(red, {det(Shape::square, Color::red, 0, 0), det(Shape::triangle, Color::blue, 20, 20)});
+  EXPECT_EQ(t.calls[size_t(Tag::counting)][size_t(Shape::circle)][size_t(Shape::circle)], 2);
+  EXPECT_EQ(t.calls[size_t(Tag::counting)][size_t(Shape::circle)][size_t(Shape::square)], 1);
+  EXPECT_EQ(t.calls[size_t(Tag::colors)][size_t(Shape::circle)][size_t(Shape::square)], 1);
+  int all = 0;
+  for (const auto w : kShapes)
+    for (const auto c : kShapes) all += t.total(w, c);
+  EXPECT_EQ(all, 4) << "the extra triangle is not counted";
+  EXPECT_EQ(t.total(Shape::circle, Shape::square), 2);
+  EXPECT_DOUBLE_EQ(t.right_share(Shape::circle), 0.5);
+  EXPECT_DOUBLE_EQ(t.right_share(Tag::counting, Shape::circle), 2.0 / 3);
+  EXPECT_DOUBLE_EQ(t.right_share(Tag::colors, Shape::circle), 0.0);
+  EXPECT_DOUBLE_EQ(t.right_share(Shape::square), 0.0)
+      << "no square wanted: 0, not a division by zero";
 }
 
 TEST(Score, PositionTerm) {

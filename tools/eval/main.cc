@@ -14,6 +14,30 @@
 
 using namespace spotlight;
 
+namespace {
+
+// --shape-report's tables: the calls against the wanted shapes over every
+// tag, then the share called right per tag and wanted shape.
+void print_shape_calls(const scene::ShapeConfusion& c) {
+  std::cout << "| wanted |";
+  for (const auto s : scene::kShapes) std::cout << " called " << scene::shape_name(s) << " |";
+  std::cout << " called right |\n| --- | ---: | ---: | ---: | ---: |\n";
+  for (const auto w : scene::kShapes) {
+    std::cout << "| " << scene::shape_name(w) << " |";
+    for (const auto s : scene::kShapes) std::cout << " " << c.total(w, s) << " |";
+    std::cout << " " << c.right_share(w) << " |\n";
+  }
+  std::cout << "| tag | square called right | circle called right | triangle called right |\n"
+               "| --- | ---: | ---: | ---: |\n";
+  for (const auto t : scene::kTags) {
+    std::cout << "| " << scene::tag_name(t) << " |";
+    for (const auto w : scene::kShapes) std::cout << " " << c.right_share(t, w) << " |";
+    std::cout << "\n";
+  }
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   spotlight::tools::ensure_passive_omp(argv);
   CLI::App app{"spotlight-eval: mini-GenEval reward of a checkpoint"};
@@ -35,9 +59,11 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   app.add_flag("--validation", eval.validation,
                "the trainers' validation set (spotlight-train --keep-best) instead of the evaluation set");
-  app.add_flag("--shape-report", eval.shape_report,
-               "also print the shape-soft reward (spotlight-train --reward soft) and the reward with every "
-               "shape call in the image's favour: what the detector's shape calls cost");
+  app.add_flag(
+      "--shape-report", eval.shape_report,
+      "also print the shape-soft reward (spotlight-train --reward soft) and the reward with every "
+      "shape call in the image's favour: what the detector's shape calls cost; and which shape "
+      "each blob is called against the shape its prompt wants of it, overall and per tag");
   app.add_flag("--colour-report", eval.colour_report,
                "also print, per palette colour, the blobs found an image and the share of the clauses asking "
                "for it whose image has a blob of it: a collapse of the colours shows here, not in the reward");
@@ -69,8 +95,10 @@ int main(int argc, char** argv) {
       std::cout << "grid " << grid << " (8 per row), prompts and rewards in order:\n";
       for (int64_t i = 0; i < n; ++i) std::cout << "  " << i << ": " << r.texts[i] << " -> " << r.rewards[i] << "\n";
     }
-    if (eval.shape_report)
+    if (eval.shape_report) {
       std::cout << "shape-soft reward " << r.soft << ", with every shape call favourable " << r.shape_best << "\n";
+      print_shape_calls(r.shapes);
+    }
     if (eval.colour_report) {
       std::cout << "| colour | blobs an image | clauses asking it | of them, drawn |\n| --- | ---: | ---: | ---: |\n";
       for (const auto c : scene::kColors)

@@ -242,9 +242,12 @@ int main(int argc, char** argv) {
   app.add_flag("--nft-cfg", nft_cfg,
                "nft: fit the classifier-free-guided velocity the rollouts follow (gradients through both "
                "branches), not the prompt branch alone");
-  app.add_flag("--freeze-null", freeze_null,
-               "nft with --nft-cfg: no gradient through the null-prompt branch of the guided velocity (it "
-               "enters with weight 1 - w, so a net pull towards the samples would push it away from them)");
+  app.add_flag(
+      "--freeze-null", freeze_null,
+      "nft with --nft-cfg, and draft: the null-prompt branch of the guided velocity moves "
+      "no weights (it enters with weight 1 - w, so a net pull towards the samples would push "
+      "it away from them, and it is shared by every prompt; draft keeps its path back to the "
+      "latent; measured worse for draft, docs/benchmarks.md)");
   app.add_option("--adv-clip", adv_clip,
                  "nft: r = 1/2 + 1/2 clip(A, -M, M) / M; a larger M clips fewer advantages, which keeps the pull "
                  "towards better samples and the push from worse ones balanced (DiffusionNFT's release: 5)")
@@ -361,7 +364,9 @@ int main(int argc, char** argv) {
       throw std::invalid_argument("--explore selects among finished images: it needs --objective nft");
     if (explore > 0 && explore <= group)
       throw std::invalid_argument("--explore must exceed --group (it is how many seeds the group is chosen from)");
-    if (freeze_null && !nft_cfg) throw std::invalid_argument("--freeze-null needs --nft-cfg (--objective nft)");
+    if (freeze_null && !nft_cfg && !draft)
+      throw std::invalid_argument(
+          "--freeze-null needs --nft-cfg (--objective nft) or --objective draft");
     if (select == "strict" && (positive_only || adv_clip != 1.0 || reward_name != "geneval"))
       throw std::invalid_argument(
           "--select strict sets r from mini-GenEval's strict verdict: it takes neither --positive-only, "
@@ -394,11 +399,16 @@ int main(int argc, char** argv) {
     auto ck = models::load_checkpoint(checkpoint);
     sampler.guidance = eval.guidance = guidance >= 0 ? guidance : ck.info.guidance;
     sampler.validate();
+    if (freeze_null && sampler.guidance == 1.0)
+      throw std::invalid_argument(
+          "--freeze-null: at guidance 1 the rollouts follow the prompt branch alone; "
+          "there is no null branch to freeze");
     models::DraftOptions draft_opts;
     draft_opts.steps = eval.steps;
     draft_opts.shift = eval.shift;
     draft_opts.guidance = sampler.guidance;
     draft_opts.grad_steps = draft_steps;
+    draft_opts.null_grad = !freeze_null;
     draft_opts.loss.straight_through = draft_through_clamp;
     draft_opts.loss.ring_weight = draft_ring_weight;
     draft_opts.loss.hold_weight = draft_hold;
@@ -632,7 +642,9 @@ int main(int argc, char** argv) {
     if (model->low_noise_expert())
       std::cerr << ", only the low-noise expert trained (below noise level "
                 << model->config().expert_boundary << ")";
-    std::cerr << ", guidance " << sampler.guidance << ", budget " << minutes << " min\n";
+    std::cerr << ", guidance " << sampler.guidance
+              << (freeze_null ? " (the null branch's weights frozen)" : "") << ", budget "
+              << minutes << " min\n";
     run_eval(0, false);
     double rho_sum = 0, rho_group_sum = 0, floor_sum = 0;
     int rho_n = 0;
