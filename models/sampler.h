@@ -51,10 +51,11 @@ struct Rollout {
 
 // The velocity the sampler follows at noise level s: the prompt-conditioned
 // prediction, or with guidance != 1 the CFG mix of it and the null prompt's,
-// computed in one forward pass over [x; x]. With `null_grad` false the null
-// branch's weights take no gradient (Flow-GRPO's training recipe): for an x
-// without a graph the branch runs under no_grad; for one with a graph (the
-// DRaFT tail) the gradient still flows back through it to x.
+// computed in one forward pass over [x; x]. With `null_grad` false (two
+// passes then) the null branch's weights take no gradient (Flow-GRPO's
+// training recipe): for an x without a graph the branch runs under no_grad;
+// for one with a graph (the DRaFT tail) the gradient still flows back
+// through it to x.
 torch::Tensor guided_velocity(DiT& model, const torch::Tensor& x, double s, const torch::Tensor& tokens,
                               double guidance, const SequenceParallel* sp = nullptr, bool null_grad = true);
 // The same with one noise level per sample, s: [B] (DiffusionNFT trains on
