@@ -27,8 +27,9 @@ void print_shape_calls(const scene::ShapeConfusion& c) {
     for (const auto s : scene::kShapes) std::cout << " " << c.total(w, s) << " |";
     std::cout << " " << c.right_share(w) << " |\n";
   }
-  std::cout << "| tag | square called right | circle called right | triangle called right |\n"
-               "| --- | ---: | ---: | ---: |\n";
+  std::cout << "| tag |";
+  for (const auto w : scene::kShapes) std::cout << " " << scene::shape_name(w) << " called right |";
+  std::cout << "\n| --- | ---: | ---: | ---: |\n";
   for (const auto t : scene::kTags) {
     std::cout << "| " << scene::tag_name(t) << " |";
     for (const auto w : scene::kShapes) std::cout << " " << c.right_share(t, w) << " |";
