@@ -14,13 +14,16 @@
 
 namespace spotlight::models {
 
-std::vector<ShapeTarget> shape_targets(const std::vector<scene::Prompt>& prompts, const torch::Tensor& images,
-                                       std::vector<scene::Score>* scores) {
+std::vector<ShapeTarget> shape_targets(const std::vector<scene::Prompt>& prompts,
+                                       const torch::Tensor& images,
+                                       std::vector<scene::Score>* scores,
+                                       scene::ShapeConfusion* calls) {
   std::vector<ShapeTarget> out;
   if (scores) scores->clear();
   for_each_image(prompts, images, "shape_targets", [&](size_t i, const float* chw, int size) {
     const auto found = scene::detect(chw, size);
     if (scores) scores->push_back(scene::score(prompts[i], found));
+    if (calls) calls->add(prompts[i], found);
     const auto best = scene::best_shapes(prompts[i], found);
     const auto extras = scene::extra_blobs(prompts[i], best);
     for (size_t k = 0; k < std::min(found.size(), scene::kMaxAssignedBlobs); ++k) {
@@ -334,6 +337,9 @@ torch::Tensor shape_loss(const torch::Tensor& images, const std::vector<ShapeTar
     throw std::invalid_argument("shape_loss: the missing objects' weight must be 0 or more");
   if (!(opts.recolour_weight >= 0))
     throw std::invalid_argument("shape_loss: the recoloured blobs' weight must be 0 or more");
+  if (std::any_of(targets.begin(), targets.end(),
+                  [](const ShapeTarget& t) { return !(t.weight >= 0 && std::isfinite(t.weight)); }))
+    throw std::invalid_argument("shape_loss: a target's weight must be finite and 0 or more");
   if (targets.empty()) return (images * 0).sum();
   // The pixel loss compares the pixels themselves; the others, their soft snap.
   const bool on_pixels = opts.kind == ShapeLossOptions::Kind::pixel;
@@ -402,9 +408,9 @@ torch::Tensor shape_loss(const torch::Tensor& images, const std::vector<ShapeTar
       }
     }
     if (held) per_pixel = per_pixel + opts.hold_weight * tpl * box_error;
-    const double weight = t.missing      ? opts.missing_weight
-                          : t.recoloured ? opts.recolour_weight
-                                         : 1.0;
+    const double weight = t.weight * (t.missing      ? opts.missing_weight
+                                      : t.recoloured ? opts.recolour_weight
+                                                     : 1.0);
     if (opts.ring_weight == 1.0) {
       terms.push_back(weight * per_pixel.mean());
     } else {
@@ -537,7 +543,7 @@ DraftStepStats draft_step(DiT& model, torch::optim::Optimizer& opt, const std::v
                                       opts.grad_steps, anchored || predicted ? &early : nullptr,
                                       opts.null_grad);
   if (anchored || predicted) out.anchored_step = early.step;
-  auto targets = shape_targets(prompts, images, &out.scores);
+  auto targets = shape_targets(prompts, images, &out.scores, &out.calls);
   if (opts.relocate_misplaced) mark_misplaced(prompts, targets);
   if (opts.recolour_blobs) recolour_blobs(prompts, images, targets, opts.loss.temperature);
   // Placed around the own blobs, whatever else the loss compares.
@@ -565,6 +571,10 @@ DraftStepStats draft_step(DiT& model, torch::optim::Optimizer& opt, const std::v
   }
   targets.insert(targets.end(), missing.begin(), missing.end());
   own.missing = int(missing.size());
+  if (opts.shape_weights)
+    for (auto& t : targets)
+      if (!t.extra)
+        t.weight = (*opts.shape_weights)[size_t(prompts[size_t(t.image)].tag)][size_t(t.shape)];
   opt.zero_grad();
   auto loss = shape_loss(images, targets, opts.loss, &out.loss);
   own.loss = out.loss.loss;

@@ -30,12 +30,14 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "models/dit.h"
 #include "models/scene/detect.h"
 #include "models/scene/prompt.h"
 #include "models/scene/reward.h"
+#include "models/scene/shape_confusion.h"
 
 namespace spotlight::models {
 
@@ -62,6 +64,8 @@ struct ShapeTarget {
   // An extra blob that now stands for a missing object of another colour
   // (recolour_blobs): its box keeps, its colour and shape are the object's.
   bool recoloured = false;
+  // Multiplies the target's term in shape_loss (DraftOptions::shape_weights).
+  double weight = 1.0;
 };
 
 // The blobs drawn where their prompt's relation fails: for each clause k
@@ -128,10 +132,13 @@ ShapeTarget at_object_size(const ShapeTarget& t, int size);
 
 // The blobs of each image [B, 3, S, S] and the shapes that would score its
 // prompt best (scene::best_shapes; blobs past its first kMaxAssignedBlobs are
-// left out), each marked extra where scene::extra_blobs says so. With `scores`, also each image's mini-GenEval score
-// (score_batch's), from the same detection.
-std::vector<ShapeTarget> shape_targets(const std::vector<scene::Prompt>& prompts, const torch::Tensor& images,
-                                       std::vector<scene::Score>* scores = nullptr);
+// left out), each marked extra where scene::extra_blobs says so. With `scores`, also each image's
+// mini-GenEval score (score_batch's), and with `calls` its shape calls added, from the same
+// detection.
+std::vector<ShapeTarget> shape_targets(const std::vector<scene::Prompt>& prompts,
+                                       const torch::Tensor& images,
+                                       std::vector<scene::Score>* scores = nullptr,
+                                       scene::ShapeConfusion* calls = nullptr);
 
 struct ShapeLossOptions {
   // Width t of the soft snap's logistics. At 0.1 a firmly lit pixel has
@@ -378,6 +385,12 @@ struct DraftOptions {
   // object's target changed nothing through the last steps alone (fortieth
   // session, docs/benchmarks.md). One more guided evaluation with its graph.
   double early_weight = 0;
+  // Each target that is not extra (blobs, missing objects, recoloured ones)
+  // weighted by its prompt's tag and its wanted shape: shape_weights[tag][shape]
+  // multiplies its term (ShapeTarget::weight). The trainer's shape focus
+  // (tools/train/shape_focus.h) sets it each iteration from the shape calls
+  // of the rollouts before. Unset: every target weighs 1.
+  std::optional<scene::PerTagShape<double>> shape_weights;
 };
 
 // Rendered scenes for the pre-training mix: x0 [B, 3, S, S] with their
@@ -406,6 +419,7 @@ struct DraftStepStats {
   double ptx_loss = 0;   // the pre-training mix's flow-matching loss (0 without it)
   double background_loss = 0;  // background_loss's value (0 without it)
   int background_images = 0;   // the images it held dark
+  scene::ShapeConfusion calls;  // the rolled-out images' shape calls
 };
 
 // One DRaFT-K step: roll out (prompt, seed) rows with the graph of the last K

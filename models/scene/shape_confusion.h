@@ -17,6 +17,10 @@
 
 namespace spotlight::scene {
 
+// A value per tag and wanted shape: [tag][shape], in kTags's and kShapes's order.
+template <class T>
+using PerTagShape = std::array<std::array<T, kNumShapes>, kNumTags>;
+
 struct ShapeConfusion {
   // calls[tag][wanted][called]: blobs of images with that tag whose wanted
   // shape (best_shapes's assignment) is `wanted` and detector's call `called`.

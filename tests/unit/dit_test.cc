@@ -7,11 +7,12 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 
 #include "models/checkpoint.h"
-#include "models/draft.h"
 #include "models/dit.h"
+#include "models/draft.h"
 #include "models/evaluate.h"
 #include "models/flow.h"
 #include "models/grpo.h"
@@ -1388,6 +1389,16 @@ SamplerOptions recorded_ode(const DraftOptions& opts) {
 
 }  // namespace
 
+// DRaFT on the shipped model: 12 ODE steps (fewer and its images hold no
+// blobs yet), the gradient through the last 2.
+DraftOptions short_draft(double guidance) {
+  DraftOptions opts;
+  opts.steps = 12;
+  opts.grad_steps = 2;
+  opts.guidance = guidance;
+  return opts;
+}
+
 TEST(Draft, TheReferenceAnchorHoldsTheEarlyStepsNearTheStartingWeights) {
   // The shipped model draws blobs, so the shape loss has something to pull
   // on; the same three steps with and without the anchor, from the same start.
@@ -1396,10 +1407,7 @@ TEST(Draft, TheReferenceAnchorHoldsTheEarlyStepsNearTheStartingWeights) {
   auto reference = shipped.model;
   const auto prompts = some_prompts(4, 21);
   auto tokens = encode_prompts(prompts, reference->config().text_len);
-  DraftOptions opts;
-  opts.steps = 12;  // fewer and the shipped model's images hold no blobs yet
-  opts.grad_steps = 2;
-  opts.guidance = shipped.info.guidance;
+  auto opts = short_draft(shipped.info.guidance);
   const auto sigmas = shifted_sigmas(opts.steps, opts.shift);
   // Mean |v - v_ref|^2 over the steps without the graph, on the reference's own trajectory.
   const auto latents = sample(reference, tokens, {5, 6, 7, 8}, recorded_ode(opts)).latents;
@@ -1447,10 +1455,7 @@ TEST(Draft, TheEarlyPredictionIsTheShapeLossOfTheCleanImagePredictedAtAnEarlySte
   auto shipped = load_checkpoint(path);
   const auto prompts = some_prompts(4, 21);
   auto tokens = encode_prompts(prompts, shipped.model->config().text_len);
-  DraftOptions opts;
-  opts.steps = 12;
-  opts.grad_steps = 2;
-  opts.guidance = shipped.info.guidance;
+  auto opts = short_draft(shipped.info.guidance);
   const std::vector<uint64_t> seeds = {5, 6, 7, 8};
   // By hand, on the sampler's trajectory with the starting weights: the
   // final image's targets, compared with x_s - sigma_s v(x_s).
@@ -1495,6 +1500,62 @@ TEST(Draft, TheEarlyPredictionIsTheShapeLossOfTheCleanImagePredictedAtAnEarlySte
   EXPECT_THROW(draft_step(m, adam, prompts, tokens, seeds, opts), std::invalid_argument);
 }
 
+TEST(Draft, ShapeWeightsWeighEachTargetByItsPromptsTagAndWantedShape) {
+  // shape_loss: a target's weight multiplies its term, and must be finite and 0 or more.
+  auto image = rendered_one(scene::Shape::square, 7);
+  const auto found = detect_one(image);
+  ASSERT_EQ(found.size(), 1u);
+  const auto& d = found[0];
+  ShapeTarget circle{0, d.color, d.x0, d.y0, d.x1, d.y1, scene::Shape::circle, false};
+  const double one = shape_loss(image, {circle}).item<double>();
+  ASSERT_GT(one, 0.0) << "a square compared with a circle's template costs";
+  circle.weight = 2.5;
+  EXPECT_NEAR(shape_loss(image, {circle}).item<double>(), 2.5 * one, 1e-6);
+  for (const double bad : {-1.0, std::nan(""), std::numeric_limits<double>::infinity()}) {
+    circle.weight = bad;
+    EXPECT_THROW(shape_loss(image, {circle}), std::invalid_argument) << bad;
+  }
+  // draft_step: each target not extra takes shape_weights[its tag][its wanted
+  // shape]; the stats carry the rollout's shape calls, which the weights of
+  // the next iteration follow (tools/train/shape_focus.h).
+  const std::string path = std::string(SPOTLIGHT_SOURCE_DIR) + "/models/checkpoints/tiny.pt";
+  auto shipped = load_checkpoint(path);
+  const auto prompts = some_prompts(6, 23);
+  auto tokens = encode_prompts(prompts, shipped.model->config().text_len);
+  auto opts = short_draft(shipped.info.guidance);
+  opts.loss.erase_extras = true;
+  opts.add_missing = true;
+  scene::PerTagShape<double> table;
+  for (size_t tag = 0; tag < table.size(); ++tag)
+    for (size_t s = 0; s < table[tag].size(); ++s)
+      table[tag][s] = 0.5 + 0.25 * double(tag) + 0.1 * double(s);
+  opts.shape_weights = table;
+  const std::vector<uint64_t> seeds = {5, 6, 7, 8, 9, 10};
+  // By hand, on the sampler's rollout with the starting weights.
+  const auto roll = sample(shipped.model, tokens, seeds, recorded_ode(opts));
+  scene::ShapeConfusion calls;
+  auto targets = shape_targets(prompts, roll.images, nullptr, &calls);
+  const auto missing = missing_objects(prompts, roll.images, targets, opts.loss.temperature);
+  targets.insert(targets.end(), missing.begin(), missing.end());
+  ASSERT_FALSE(targets.empty());
+  const double unweighted = shape_loss(roll.images, targets, opts.loss).item<double>();
+  for (auto& t : targets)
+    if (!t.extra) t.weight = table[size_t(prompts[size_t(t.image)].tag)][size_t(t.shape)];
+  const double weighted = shape_loss(roll.images, targets, opts.loss).item<double>();
+  EXPECT_GT(std::abs(weighted - unweighted), 1e-4) << "the weights change the loss";
+  auto m = load_checkpoint(path).model;
+  torch::optim::Adam adam(m->parameters(), torch::optim::AdamOptions(1e-3));
+  const auto st = draft_step(m, adam, prompts, tokens, seeds, opts);
+  EXPECT_NEAR(st.loss.loss, weighted, 1e-4);
+  EXPECT_EQ(st.calls.calls, calls.calls);
+  int blobs = 0;
+  for (const auto tag : scene::kTags)
+    for (const auto w : scene::kShapes)
+      for (const auto c : scene::kShapes)
+        blobs += st.calls.calls[size_t(tag)][size_t(w)][size_t(c)];
+  EXPECT_GT(blobs, 0) << "the rollout's shape calls are counted";
+}
+
 TEST(Draft, ReferenceTargetsAreTheReferencesBlobsAndTheLogKeepsTheOwn) {
   // The loss compares the trained rollout with the blobs the reference draws
   // on the same (prompt, seed), so a blob the trained model drops still
@@ -1512,10 +1573,7 @@ TEST(Draft, ReferenceTargetsAreTheReferencesBlobsAndTheLogKeepsTheOwn) {
   const auto prompts = some_prompts(4, 21);
   auto tokens = encode_prompts(prompts, reference->config().text_len);
   const std::vector<uint64_t> seeds = {5, 6, 7, 8};
-  DraftOptions opts;
-  opts.steps = 12;  // fewer and the shipped model's images hold no blobs yet
-  opts.grad_steps = 2;
-  opts.guidance = shipped.info.guidance;
+  auto opts = short_draft(shipped.info.guidance);
   opts.loss.kind = ShapeLossOptions::Kind::bce;
   opts.targets = DraftOptions::Targets::reference;
   torch::Tensor own_images, ref_images;
@@ -1594,10 +1652,7 @@ TEST(Draft, ThePretrainingMixAddsItsWeightTimesTheFlowMatchingLossOnRenderedScen
   const auto prompts = some_prompts(4, 21);
   auto tokens = encode_prompts(prompts, cfg.text_len);
   const std::vector<uint64_t> seeds = {5, 6, 7, 8};
-  DraftOptions opts;
-  opts.steps = 12;
-  opts.grad_steps = 2;
-  opts.guidance = shipped.info.guidance;
+  auto opts = short_draft(shipped.info.guidance);
   opts.ptx_weight = 1e4;
   torch::optim::SGD frozen(model->parameters(), torch::optim::SGDOptions(0.0));
   EXPECT_THROW(draft_step(model, frozen, prompts, tokens, seeds, opts), std::invalid_argument)

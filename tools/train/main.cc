@@ -36,6 +36,7 @@
 #include "tools/common/omp_env.h"
 #include "tools/train/lr_scales.h"
 #include "tools/train/population.h"
+#include "tools/train/shape_focus.h"
 #include "tools/train/tag_curriculum.h"
 
 using namespace spotlight;
@@ -102,7 +103,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> lr_scale_texts;  // --lr-scale PREFIX=S, in order
   double minutes = 30, lr = 2e-4, guidance = -1, soft_width = 1, draft_ring_weight = 1,
          draft_hold = 0, draft_bce_weight = 0, draft_ptx = 0, draft_background = 0,
-         draft_missing = 0, draft_early = 0, draft_recolour = 0,
+         draft_missing = 0, draft_early = 0, draft_recolour = 0, draft_shape_focus = 0,
          draft_temperature = models::ShapeLossOptions{}.temperature;
   bool per_group_std = false, draft_through_clamp = false, draft_erase_extras = false,
        draft_object_size = false, draft_relocate = false;
@@ -217,6 +218,13 @@ int main(int argc, char** argv) {
                  "one step before the last --draft-steps (drawn per iteration), on the final image's targets, so "
                  "that the steps that lay the objects out learn too (models/draft.h; 0: off)")
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--draft-shape-focus", draft_shape_focus,
+                 "draft: weigh each blob's (and missing object's) shape loss by how badly the "
+                 "shape its prompt wants of it has lately been called in prompts of its tag: "
+                 "weight (1 - F) + F * that cell's running share called wrong / the mean over the "
+                 "cells, so that a cell being lost weighs more (tools/train/shape_focus.h; 0: "
+                 "every blob weighs 1)")
+      ->check(CLI::Range(0.0, 1.0));
   app.add_option("--draft-ptx", draft_ptx,
                  "draft: weight of the pre-training mix, the flow-matching loss on freshly rendered scenes (15 % "
                  "of them with the null prompt) added to each step's loss, so that the model stays near the data "
@@ -341,11 +349,11 @@ int main(int argc, char** argv) {
     // One list gives both the check and its message, so a new --draft-*
     // option is refused elsewhere by adding its name here.
     const std::vector<std::string> draft_only = {
-        "--draft-steps",   "--draft-loss",        "--draft-ring-weight",   "--draft-hold",
-        "--draft-targets", "--draft-temperature", "--draft-through-clamp", "--draft-erase-extras",
-        "--draft-ptx",     "--draft-ptx-batch",   "--draft-background",    "--draft-object-size",
-        "--draft-missing", "--draft-early",       "--draft-relocate",      "--draft-missing-loss",
-        "--draft-recolour"};
+        "--draft-steps",    "--draft-loss",        "--draft-ring-weight",   "--draft-hold",
+        "--draft-targets",  "--draft-temperature", "--draft-through-clamp", "--draft-erase-extras",
+        "--draft-ptx",      "--draft-ptx-batch",   "--draft-background",    "--draft-object-size",
+        "--draft-missing",  "--draft-early",       "--draft-relocate",      "--draft-missing-loss",
+        "--draft-recolour", "--draft-shape-focus"};
     if (!draft && std::any_of(draft_only.begin(), draft_only.end(),
                               [&](const auto& o) { return app.count(o) > 0; })) {
       std::string names;
@@ -543,6 +551,23 @@ int main(int argc, char** argv) {
     // iteration's luck, fast enough to follow a tag learnt in 100.
     constexpr double kTagDecay = 0.9;
     tools::TagCurriculum curriculum(tag_focus, kTagDecay, seed ^ 0x7a6c0ULL);
+    // The shape focus's cells average over as many iterations as the tags do.
+    tools::ShapeFocus shape_focus(draft_shape_focus, kTagDecay);
+    // Its weights for the log line, per tag in scene::kTags's order, each
+    // [square, circle, triangle].
+    auto shape_focus_fields = [&] {
+      if (draft_shape_focus == 0) return std::string();
+      std::ostringstream f;
+      f << ",\"shape_weights\":[";
+      const auto w = shape_focus.weights();
+      for (size_t t = 0; t < w.size(); ++t) {
+        f << (t ? ",[" : "[");
+        for (size_t k = 0; k < w[t].size(); ++k) f << (k ? "," : "") << w[t][k];
+        f << "]";
+      }
+      f << "]";
+      return f.str();
+    };
     // The curriculum's state for the log line: the tags' draw probabilities
     // and reward averages, in scene::kTags's order.
     auto curriculum_fields = [&] {
@@ -676,10 +701,13 @@ int main(int argc, char** argv) {
         if (draft_ptx > 0)
           ptx = models::make_ptx_batch(model->config(), ptx_prompts, ptx_image_seed, draft_ptx_batch, kPtxCondDrop,
                                        ptx_gen);
+        const std::string weights_used = shape_focus_fields();
+        if (draft_shape_focus > 0) draft_opts.shape_weights = shape_focus.weights();
         const auto st =
             models::draft_step(model, opt, prompts, tokens, seeds, draft_opts, ref ? &ref : nullptr, &ptx);
         if (ema) ema->update(model);
         observe_tags(prompts, st.scores);
+        shape_focus.observe(st.calls);
         const auto rewards = models::rewards_tensor(st.scores);
         std::cout << "{\"event\":\"iter\"" << member_tag << ",\"iter\":" << iter
                   << ",\"reward_mean\":" << rewards.mean().item<double>()
@@ -694,7 +722,7 @@ int main(int argc, char** argv) {
                   << ",\"ptx_loss\":" << st.ptx_loss
                   << ",\"background_loss\":" << st.background_loss
                   << ",\"background_images\":" << st.background_images
-                  << ",\"early_loss\":" << st.early_loss << curriculum_fields()
+                  << ",\"early_loss\":" << st.early_loss << curriculum_fields() << weights_used
                   << ",\"step_s\":" << std::chrono::duration<double>(Clock::now() - r0).count()
                   << ",\"elapsed_s\":" << elapsed() << "}" << std::endl;
         if (iter % eval_every == 0) run_eval(iter, iter >= iterations);
