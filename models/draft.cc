@@ -23,9 +23,9 @@ std::vector<ShapeTarget> shape_targets(const std::vector<scene::Prompt>& prompts
   for_each_image(prompts, images, "shape_targets", [&](size_t i, const float* chw, int size) {
     const auto found = scene::detect(chw, size);
     if (scores) scores->push_back(scene::score(prompts[i], found));
-    if (calls) calls->add(prompts[i], found);
     const auto best = scene::best_shapes(prompts[i], found);
     const auto extras = scene::extra_blobs(prompts[i], best);
+    if (calls) calls->add(prompts[i], found, best, extras);
     for (size_t k = 0; k < std::min(found.size(), scene::kMaxAssignedBlobs); ++k) {
       const auto& d = found[k];
       const bool extra = std::binary_search(extras.begin(), extras.end(), int(k));

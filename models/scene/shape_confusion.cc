@@ -8,7 +8,11 @@ namespace spotlight::scene {
 
 void ShapeConfusion::add(const Prompt& p, const std::vector<Detection>& found) {
   const auto wanted = best_shapes(p, found);
-  const auto extra = extra_blobs(p, wanted);
+  add(p, found, wanted, extra_blobs(p, wanted));
+}
+
+void ShapeConfusion::add(const Prompt& p, const std::vector<Detection>& found,
+                         const std::vector<Detection>& wanted, const std::vector<int>& extra) {
   const size_t assigned = std::min(found.size(), kMaxAssignedBlobs);
   for (size_t i = 0; i < assigned; ++i) {
     if (std::binary_search(extra.begin(), extra.end(), int(i))) continue;

@@ -31,6 +31,11 @@ struct ShapeConfusion {
 
   // One image: its prompt and the detector's blobs.
   void add(const Prompt& p, const std::vector<Detection>& found);
+  // The same, given best_shapes's assignment and extra_blobs's indices of
+  // it, where the caller has them already (best_shapes scores up to 3^8
+  // assignments).
+  void add(const Prompt& p, const std::vector<Detection>& found,
+           const std::vector<Detection>& wanted, const std::vector<int>& extra);
   // Summed over the tags.
   int total(Shape wanted, Shape called) const;
   // Of the blobs wanted as `wanted` (with `tag`, or over all tags), the share
