@@ -83,6 +83,27 @@ std::string prompt_text(Tag tag, const std::vector<Clause>& include) {
   throw std::invalid_argument("unknown tag");
 }
 
+Prompt shape_twin(const Prompt& p) {
+  if (p.include.empty()) throw std::invalid_argument("shape_twin: a prompt without clauses");
+  const Shape a = p.include[0].shape;
+  Shape b = kShapes[(size_t(a) + 1) % kNumShapes];
+  if (p.include.size() == 2) {
+    b = p.include[1].shape;
+    if (a == b) throw std::invalid_argument("shape_twin: a prompt of two clauses of one shape");
+  } else if (p.include.size() != 1) {
+    throw std::invalid_argument("shape_twin: a prompt of more than two clauses");
+  }
+  auto swap = [&](Clause c) {
+    c.shape = c.shape == a ? b : c.shape == b ? a : c.shape;
+    return c;
+  };
+  Prompt twin = p;
+  for (auto& c : twin.include) c = swap(c);
+  for (auto& c : twin.exclude) c = swap(c);
+  twin.text = prompt_text(twin.tag, twin.include);
+  return twin;
+}
+
 PromptGenerator::PromptGenerator(uint64_t seed) : rng_(seed) {}
 
 Prompt PromptGenerator::next() {

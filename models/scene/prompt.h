@@ -76,6 +76,16 @@ struct Prompt {
 // by hand with it.
 std::string prompt_text(Tag tag, const std::vector<Clause>& include);
 
+// The same prompt with its shape words exchanged, text and exclude clauses
+// to match: a prompt of two clauses (always two different shapes) gets them
+// swapped ("a red square left of a blue circle" -> "a red circle left of a
+// blue square"), a prompt of one shape gets the next shape in kShapes's order
+// ("three triangles" -> "three squares"). Rolled out on the same seed as the
+// original, the blobs at the same places are wanted in other shapes, so only
+// what the words change tells the pair apart (spotlight-train --shape-twins).
+// The twin of a two-clause prompt's twin is the prompt itself.
+Prompt shape_twin(const Prompt& p);
+
 // Draws prompts; the same seed gives the same sequence on every platform.
 class PromptGenerator {
  public:

@@ -214,6 +214,55 @@ TEST(Grammar, TextReadsLikeGenEval) {
   EXPECT_THROW(prompt_text(Tag::two_object, {clause(Shape::circle)}), std::invalid_argument);
 }
 
+TEST(Grammar, AShapeTwinExchangesTheShapeWordsAndNothingElse) {
+  // By hand: two clauses swap their shapes, one shape moves to the next.
+  Clause ref = clause(Shape::circle, 1, Color::blue);
+  Clause moved = clause(Shape::square, 1, Color::red);
+  moved.relation = Relation::left_of;
+  Prompt pos{Tag::position, {ref, moved}, {}, prompt_text(Tag::position, {ref, moved})};
+  EXPECT_EQ(pos.text, "a red square left of a blue circle");
+  const Prompt twin = shape_twin(pos);
+  EXPECT_EQ(twin.text, "a red circle left of a blue square");
+  EXPECT_EQ(shape_twin(twin), pos);
+  Prompt three{Tag::counting,
+               {clause(Shape::triangle, 3)},
+               {clause(Shape::triangle, 4)},
+               prompt_text(Tag::counting, {clause(Shape::triangle, 3)})};
+  const Prompt squares = shape_twin(three);
+  EXPECT_EQ(squares.text, "three squares");
+  EXPECT_EQ(squares.exclude, std::vector<Clause>{clause(Shape::square, 4)});
+  // Every generated prompt: same tag, colours, counts and relations, each
+  // clause in another shape, text and metadata to match; a scene drawn for
+  // the twin is the twin's, and (where the shape words are bound to colours
+  // or places) not the original's.
+  PromptGenerator gen(5);
+  int bound = 0;
+  for (int i = 0; i < 600; ++i) {
+    const Prompt p = gen.next();
+    const Prompt t = shape_twin(p);
+    SCOPED_TRACE(p.text + " -> " + t.text);
+    EXPECT_EQ(t.tag, p.tag);
+    EXPECT_EQ(t.text, prompt_text(t.tag, t.include));
+    ASSERT_EQ(t.include.size(), p.include.size());
+    ASSERT_EQ(t.exclude.size(), p.exclude.size());
+    for (size_t c = 0; c < p.include.size(); ++c) {
+      EXPECT_NE(t.include[c].shape, p.include[c].shape);
+      Clause same_shape = t.include[c];
+      same_shape.shape = p.include[c].shape;
+      EXPECT_EQ(same_shape, p.include[c]);
+    }
+    for (size_t c = 0; c < p.exclude.size(); ++c) EXPECT_EQ(t.exclude[c].shape, t.include[c].shape);
+    const auto img = render(t, uint64_t(i));
+    EXPECT_TRUE(perfect(score_image(t, img.data(), 32)));
+    if (p.include.size() == 2 && p.tag != Tag::two_object) {
+      ++bound;
+      EXPECT_FALSE(perfect(score_image(p, img.data(), 32)));
+    }
+  }
+  EXPECT_GT(bound, 100);
+  EXPECT_THROW(shape_twin(Prompt{}), std::invalid_argument);
+}
+
 TEST(Grammar, DeterministicGivenSeed) {
   PromptGenerator a(42), b(42), c(43);
   int differ = 0;

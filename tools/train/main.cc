@@ -36,6 +36,7 @@
 #include "tools/common/omp_env.h"
 #include "tools/train/lr_scales.h"
 #include "tools/train/population.h"
+#include "tools/train/rollout_draw.h"
 #include "tools/train/shape_focus.h"
 #include "tools/train/tag_curriculum.h"
 
@@ -106,7 +107,7 @@ int main(int argc, char** argv) {
          draft_missing = 0, draft_early = 0, draft_recolour = 0, draft_shape_focus = 0,
          draft_temperature = models::ShapeLossOptions{}.temperature;
   bool per_group_std = false, draft_through_clamp = false, draft_erase_extras = false,
-       draft_object_size = false, draft_relocate = false;
+       draft_object_size = false, draft_relocate = false, shape_twins = false;
   uint64_t seed = 1;
   models::SamplerOptions sampler;
   models::GrpoOptions grpo;
@@ -323,6 +324,13 @@ int main(int argc, char** argv) {
                  "is drawn with probability (1 - F)/6 + F * (1 - its reward's moving average) / the sum over the "
                  "tags (tools/train/tag_curriculum.h; 0: uniform, as the evaluation set is balanced)")
       ->check(CLI::Range(0.0, 1.0));
+  app.add_flag("--shape-twins", shape_twins,
+               "roll out every second prompt as the one before with its shape words exchanged "
+               "(\"a red square left of a blue circle\" -> \"a red circle left of a blue square\", "
+               "\"three triangles\" -> \"three squares\"), on the same seeds: what would move a "
+               "blob's shape whatever the words say pulls both ways in the pair, what the words "
+               "change is left "
+               "(tools/train/rollout_draw.h; needs an even --prompts; not with --explore)");
   app.add_option("--eval-seeds", eval.seeds_per_prompt, "seeds per prompt of the run's evaluations")
       ->check(CLI::PositiveNumber);
   app.add_option("--eval-steps", eval.steps, "ODE steps of the evaluation")->check(CLI::PositiveNumber);
@@ -370,6 +378,12 @@ int main(int argc, char** argv) {
           "--reference-weight belongs to --objective nft and draft (grpo's pull to the reference is --beta)");
     if (explore > 0 && !nft)
       throw std::invalid_argument("--explore selects among finished images: it needs --objective nft");
+    if (shape_twins && explore > 0)
+      throw std::invalid_argument(
+          "--shape-twins pairs whole groups on the same seeds: --explore's choice of seeds would "
+          "part them");
+    if (shape_twins && prompts_per_iter % 2 != 0)
+      throw std::invalid_argument("--shape-twins pairs the prompts: --prompts must be even");
     if (explore > 0 && explore <= group)
       throw std::invalid_argument("--explore must exceed --group (it is how many seeds the group is chosen from)");
     if (freeze_null && !nft_cfg && !draft)
@@ -656,10 +670,15 @@ int main(int argc, char** argv) {
         }
       }
     };
-    std::cerr << "spotlight-train: " << objective << ", " << model->config().name << " DiT from " << checkpoint
-              << ", " << prompts_per_iter
-              << " prompts x " << group << " seeds per iteration"
-              << (explore > 0 ? " (chosen from " + std::to_string(explore) + " explored)" : std::string()) << ", ";
+    std::cerr << "spotlight-train: " << objective << ", " << model->config().name << " DiT from "
+              << checkpoint << ", " << prompts_per_iter << " prompts x " << group
+              << " seeds per iteration"
+              << (explore > 0 ? " (chosen from " + std::to_string(explore) + " explored)"
+                              : std::string())
+              << (shape_twins
+                      ? " (every second prompt the shape twin of the one before, on its seeds)"
+                      : "")
+              << ", ";
     if (draft)
       std::cerr << draft_opts.steps << " ODE steps, the gradient through the last " << draft_opts.grad_steps;
     else
@@ -684,15 +703,12 @@ int main(int argc, char** argv) {
       }
       // Seeds rolled out per prompt: the group itself, or the candidates it is chosen from.
       const int rolled = explore > 0 ? explore : group;
-      std::vector<scene::Prompt> prompts;
-      std::vector<uint64_t> seeds;
-      for (int p = 0; p < prompts_per_iter; ++p) {
-        auto pr = tag_focus > 0 ? prompt_gen.next(curriculum.next()) : prompt_gen.next();
-        for (int g = 0; g < rolled; ++g) {
-          prompts.push_back(pr);
-          seeds.push_back(seed_gen());
-        }
-      }
+      auto draw = tools::draw_rollouts(
+          prompts_per_iter, rolled, shape_twins,
+          [&] { return tag_focus > 0 ? prompt_gen.next(curriculum.next()) : prompt_gen.next(); },
+          [&] { return seed_gen(); });
+      auto& prompts = draw.prompts;
+      auto& seeds = draw.seeds;
       auto tokens = models::encode_prompts(prompts, text_len).to(dev);
       const auto r0 = Clock::now();
       if (draft) {
