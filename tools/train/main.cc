@@ -383,7 +383,7 @@ int main(int argc, char** argv) {
           "--shape-twins pairs whole groups on the same seeds: --explore's choice of seeds would "
           "part them");
     if (shape_twins && prompts_per_iter % 2 != 0)
-      throw std::invalid_argument("--shape-twins pairs the prompts: --prompts must be even");
+      throw std::invalid_argument(tools::kTwinsNeedEvenPrompts);
     if (explore > 0 && explore <= group)
       throw std::invalid_argument("--explore must exceed --group (it is how many seeds the group is chosen from)");
     if (freeze_null && !nft_cfg && !draft)

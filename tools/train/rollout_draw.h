@@ -24,6 +24,11 @@
 
 namespace spotlight::tools {
 
+// The refusal of an odd --prompts, said alike by the trainer's early check
+// (before it loads a model or forks) and by draw_rollouts.
+inline constexpr const char* kTwinsNeedEvenPrompts =
+    "--shape-twins pairs the prompts: --prompts must be even";
+
 struct RolloutDraw {
   std::vector<scene::Prompt> prompts;  // `prompts` groups of `rolled` alike
   std::vector<uint64_t> seeds;         // one a rollout
