@@ -9,8 +9,7 @@ RolloutDraw draw_rollouts(int prompts, int rolled, bool shape_twins,
                           const std::function<uint64_t()>& next_seed) {
   if (prompts < 1 || rolled < 1)
     throw std::invalid_argument("draw_rollouts: prompts and rollouts a prompt must be positive");
-  if (shape_twins && prompts % 2 != 0)
-    throw std::invalid_argument(kTwinsNeedEvenPrompts);
+  if (shape_twins && prompts % 2 != 0) throw std::invalid_argument(kTwinsNeedEvenPrompts);
   RolloutDraw d;
   d.prompts.reserve(size_t(prompts) * size_t(rolled));
   d.seeds.reserve(d.prompts.capacity());
