@@ -93,7 +93,8 @@ int main(int argc, char** argv) {
   int train_steps = 0;  // 0: every SDE step of the window
   int explore = 0;      // seeds rolled out per prompt to choose the group from (0: off)
   std::string reward_name = "geneval", objective = "grpo", select = "advantage";
-  int updates = 2, noise_draws = 1, epochs = 1, draft_steps = 2, expert_steps = 0, draft_ptx_batch = 32;
+  int updates = 2, noise_draws = 1, epochs = 1, draft_steps = 2, draft_rollout_steps = 0,
+      expert_steps = 0, draft_ptx_batch = 32;
   double nft_beta = 1.0, old_decay = 0.0, ema_decay = 0.0, reference_weight = 0.0, adv_clip = 1.0;
   bool nft_cfg = false, positive_only = false, keep_best = false, freeze_null = false;
   int rollback = 0;  // evaluations without a new best before the run returns to it (0: never)
@@ -236,6 +237,11 @@ int main(int argc, char** argv) {
   app.add_option("--draft-steps", draft_steps,
                  "draft: the last denoising steps the gradient flows back through (DRaFT-K)")
       ->check(CLI::PositiveNumber);
+  app.add_option("--draft-rollout-steps", draft_rollout_steps,
+                 "draft: Euler ODE steps of the training rollouts (0: as many as --eval-steps); "
+                 "the run's validations keep --eval-steps. Fewer make an iteration cheaper: the "
+                 "steps before the last --draft-steps run without the graph")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--updates", updates, "nft: optimiser steps per iteration, each on its share of the samples")
       ->check(CLI::PositiveNumber);
   app.add_option("--nft-beta", nft_beta, "nft: how far the implicit policies v+ and v- lie from the old one")
@@ -351,9 +357,11 @@ int main(int argc, char** argv) {
                   app.count("--steps") || app.count("--noise-level") || app.count("--sde-begin") ||
                   app.count("--sde-end") || app.count("--clip") || per_group_std))
       throw std::invalid_argument(
-          "--objective draft rolls out as spotlight-eval does (the ODE, --eval-steps) and trains on its "
-          "differentiable stand-in for the detector's shape calls: it takes none of --steps, --noise-level, "
-          "--sde-begin, --sde-end, --train-steps, --clip, --beta, --group-std, --explore, --reward, --rank-every");
+          "--objective draft rolls out as spotlight-eval does (the ODE; its steps are "
+          "--draft-rollout-steps, else --eval-steps) and trains on its differentiable stand-in "
+          "for the detector's shape calls: it takes none of --steps, --noise-level, --sde-begin, "
+          "--sde-end, --train-steps, --clip, --beta, --group-std, --explore, --reward, "
+          "--rank-every");
     // One list gives both the check and its message, so a new --draft-*
     // option is refused elsewhere by adding its name here.
     const std::vector<std::string> draft_only = {
@@ -361,7 +369,7 @@ int main(int argc, char** argv) {
         "--draft-targets",  "--draft-temperature", "--draft-through-clamp", "--draft-erase-extras",
         "--draft-ptx",      "--draft-ptx-batch",   "--draft-background",    "--draft-object-size",
         "--draft-missing",  "--draft-early",       "--draft-relocate",      "--draft-missing-loss",
-        "--draft-recolour", "--draft-shape-focus"};
+        "--draft-recolour", "--draft-shape-focus", "--draft-rollout-steps"};
     if (!draft && std::any_of(draft_only.begin(), draft_only.end(),
                               [&](const auto& o) { return app.count(o) > 0; })) {
       std::string names;
@@ -426,7 +434,7 @@ int main(int argc, char** argv) {
           "--freeze-null: at guidance 1 the rollouts follow the prompt branch alone; "
           "there is no null branch to freeze");
     models::DraftOptions draft_opts;
-    draft_opts.steps = eval.steps;
+    draft_opts.steps = draft_rollout_steps > 0 ? draft_rollout_steps : eval.steps;
     draft_opts.shift = eval.shift;
     draft_opts.guidance = sampler.guidance;
     draft_opts.grad_steps = draft_steps;
@@ -464,12 +472,15 @@ int main(int argc, char** argv) {
     draft_opts.loss.kind = draft_loss == "bce"     ? models::ShapeLossOptions::Kind::bce
                            : draft_loss == "pixel" ? models::ShapeLossOptions::Kind::pixel
                                                    : models::ShapeLossOptions::Kind::mse;
-    if (draft && draft_steps > eval.steps)
-      throw std::invalid_argument("--draft-steps may not exceed the rollout's --eval-steps");
-    if (draft && reference_weight > 0 && draft_steps == eval.steps)
+    if (draft && draft_steps > draft_opts.steps)
       throw std::invalid_argument(
-          "--reference-weight anchors the steps before the gradient's: with --draft-steps equal to --eval-steps "
-          "there are none");
+          "--draft-steps may not exceed the rollout's steps (--draft-rollout-steps, else "
+          "--eval-steps): " +
+          std::to_string(draft_opts.steps));
+    if (draft && reference_weight > 0 && draft_steps == draft_opts.steps)
+      throw std::invalid_argument(
+          "--reference-weight anchors the steps before the gradient's: with --draft-steps equal "
+          "to the rollout's steps there are none");
     if (expert_steps >= eval.steps)
       throw std::invalid_argument("--expert-steps must be fewer than the rollout's --eval-steps (" +
                                   std::to_string(eval.steps) + ")");
