@@ -189,6 +189,17 @@ TEST(TrainPopulation, MembersGoOnFromTheBetterAndOutHoldsTheBestOfAll) {
   EXPECT_EQ(iters[0], 3);
   EXPECT_EQ(iters[1], 3);
   ASSERT_EQ(reward.size(), 8u) << train.out;  // iterations 0-3 of each member
+  // The members share one stderr: each names itself, on lines of its own.
+  for (int m : {0, 1}) {
+    const std::string who = "(^|\n)spotlight-train member " + std::to_string(m) + ": ";
+    EXPECT_TRUE(std::regex_search(
+        train.out, std::regex(who + "draft, tiny DiT from [^\n]*, budget [0-9.]+ min\n")))
+        << train.out;
+    EXPECT_TRUE(std::regex_search(train.out,
+                                  std::regex(who + "3 iterations in [0-9.]+ s, wrote [^\n]*member" +
+                                             std::to_string(m) + "\\.pt\n")))
+        << train.out;
+  }
 
   // The members met after the evaluations of iterations 0-2 (not after the
   // last): whoever scored lower took the other's weights. The log prints 6

@@ -351,6 +351,13 @@ int main(int argc, char** argv) {
 
   std::optional<spotlight::tools::Population> population;
   std::string member_tag;  // the log lines' "member" field, with --population
+  // The name stderr's lines begin with. A population's members share one
+  // stderr: each line is composed first and written with one call, so that
+  // the members' lines do not interleave character by character.
+  const auto who = [&] {
+    return "spotlight-train" +
+           (population ? " member " + std::to_string(population->member()) : std::string()) + ": ";
+  };
   try {
     const bool nft = objective == "nft", draft = objective == "draft";
     if (draft && (explore > 0 || reward_name != "geneval" || rank_every > 0 || train_steps > 0 || grpo.beta > 0 ||
@@ -537,10 +544,11 @@ int main(int argc, char** argv) {
                                        torch::optim::AdamWOptions(lr * lr_groups.scales[g]).weight_decay(1e-4)));
     }
     if (!lr_rules.empty()) {
-      std::cerr << "spotlight-train: --lr-scale: " << lr_groups.frozen.size() << " tensors frozen";
+      std::ostringstream line;
+      line << who() << "--lr-scale: " << lr_groups.frozen.size() << " tensors frozen";
       for (size_t g = 0; g < lr_groups.scales.size(); ++g)
-        std::cerr << ", " << lr_groups.members[g].size() << " at " << lr_groups.scales[g] << " x lr";
-      std::cerr << "\n";
+        line << ", " << lr_groups.members[g].size() << " at " << lr_groups.scales[g] << " x lr";
+      std::cerr << line.str() + "\n" << std::flush;
     }
     torch::optim::AdamW opt(groups, torch::optim::AdamWOptions(lr).weight_decay(1e-4));
     // nft's old policy: it samples the rollouts and anchors the implicit policies.
@@ -681,25 +689,27 @@ int main(int argc, char** argv) {
         }
       }
     };
-    std::cerr << "spotlight-train: " << objective << ", " << model->config().name << " DiT from "
-              << checkpoint << ", " << prompts_per_iter << " prompts x " << group
-              << " seeds per iteration"
-              << (explore > 0 ? " (chosen from " + std::to_string(explore) + " explored)"
-                              : std::string())
-              << (shape_twins
-                      ? " (every second prompt the shape twin of the one before, on its seeds)"
-                      : "")
-              << ", ";
+    std::ostringstream header;
+    header << who() << objective << ", " << model->config().name << " DiT from " << checkpoint
+           << ", " << prompts_per_iter << " prompts x " << group << " seeds per iteration"
+           << (explore > 0 ? " (chosen from " + std::to_string(explore) + " explored)"
+                           : std::string())
+           << (shape_twins ? " (every second prompt the shape twin of the one before, on its seeds)"
+                           : "")
+           << ", ";
     if (draft)
-      std::cerr << draft_opts.steps << " ODE steps, the gradient through the last " << draft_opts.grad_steps;
+      header << draft_opts.steps << " ODE steps, the gradient through the last "
+             << draft_opts.grad_steps;
     else
-      std::cerr << sampler.steps << " steps, SDE window [" << sampler.sde_begin << ", " << sampler.resolved_sde_end() << ")";
+      header << sampler.steps << " steps, SDE window [" << sampler.sde_begin << ", "
+             << sampler.resolved_sde_end() << ")";
     if (model->low_noise_expert())
-      std::cerr << ", only the low-noise expert trained (below noise level "
-                << model->config().expert_boundary << ")";
-    std::cerr << ", guidance " << sampler.guidance
-              << (freeze_null ? " (the null branch's weights frozen)" : "") << ", budget "
-              << minutes << " min\n";
+      header << ", only the low-noise expert trained (below noise level "
+             << model->config().expert_boundary << ")";
+    header << ", guidance " << sampler.guidance
+           << (freeze_null ? " (the null branch's weights frozen)" : "") << ", budget " << minutes
+           << " min";
+    std::cerr << header.str() + "\n" << std::flush;
     run_eval(0, false);
     double rho_sum = 0, rho_group_sum = 0, floor_sum = 0;
     int rho_n = 0;
@@ -899,9 +909,9 @@ int main(int argc, char** argv) {
       std::cout << "{\"event\":\"rank_summary\",\"measurements\":" << rho_n << ",\"spearman\":" << rho_sum / rho_n
                 << ",\"spearman_within_prompt\":" << rho_group_sum / rho_n << ",\"spearman_floor\":" << floor_sum / rho_n
                 << "}" << std::endl;
-    std::cerr << "spotlight-train"
-              << (population ? " member " + std::to_string(population->member()) : "") << ": "
-              << iter << " iterations in " << elapsed() << " s, wrote " << out << "\n";
+    std::ostringstream done;
+    done << who() << iter << " iterations in " << elapsed() << " s, wrote " << out << "\n";
+    std::cerr << done.str() << std::flush;
     if (population) {
       population->finish(best, out);
       if (population->member() != 0) return 0;
@@ -918,9 +928,7 @@ int main(int argc, char** argv) {
                 << "'s (validation " << o->reward << "), is at " << final_out << "\n";
     }
   } catch (const std::exception& e) {
-    std::cerr << "spotlight-train"
-              << (population ? " member " + std::to_string(population->member()) : "") << ": "
-              << e.what() << "\n";
+    std::cerr << who() + e.what() + "\n" << std::flush;
     return 1;
   }
   return 0;
