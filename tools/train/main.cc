@@ -351,12 +351,14 @@ int main(int argc, char** argv) {
 
   std::optional<spotlight::tools::Population> population;
   std::string member_tag;  // the log lines' "member" field, with --population
-  // The name stderr's lines begin with. A population's members share one
-  // stderr: each line is composed first and written with one call, so that
-  // the members' lines do not interleave character by character.
-  const auto who = [&] {
-    return "spotlight-train" +
-           (population ? " member " + std::to_string(population->member()) : std::string()) + ": ";
+  // Writes one line to stderr, named by its writer. A population's members
+  // share one stderr: the line goes out in one call, so that the members'
+  // lines do not interleave character by character.
+  const auto say = [&](const std::string& text) {
+    std::cerr << "spotlight-train" +
+                     (population ? " member " + std::to_string(population->member())
+                                 : std::string()) +
+                     ": " + text + "\n";
   };
   try {
     const bool nft = objective == "nft", draft = objective == "draft";
@@ -545,10 +547,10 @@ int main(int argc, char** argv) {
     }
     if (!lr_rules.empty()) {
       std::ostringstream line;
-      line << who() << "--lr-scale: " << lr_groups.frozen.size() << " tensors frozen";
+      line << "--lr-scale: " << lr_groups.frozen.size() << " tensors frozen";
       for (size_t g = 0; g < lr_groups.scales.size(); ++g)
         line << ", " << lr_groups.members[g].size() << " at " << lr_groups.scales[g] << " x lr";
-      std::cerr << line.str() + "\n" << std::flush;
+      say(line.str());
     }
     torch::optim::AdamW opt(groups, torch::optim::AdamWOptions(lr).weight_decay(1e-4));
     // nft's old policy: it samples the rollouts and anchors the implicit policies.
@@ -690,8 +692,8 @@ int main(int argc, char** argv) {
       }
     };
     std::ostringstream header;
-    header << who() << objective << ", " << model->config().name << " DiT from " << checkpoint
-           << ", " << prompts_per_iter << " prompts x " << group << " seeds per iteration"
+    header << objective << ", " << model->config().name << " DiT from " << checkpoint << ", "
+           << prompts_per_iter << " prompts x " << group << " seeds per iteration"
            << (explore > 0 ? " (chosen from " + std::to_string(explore) + " explored)"
                            : std::string())
            << (shape_twins ? " (every second prompt the shape twin of the one before, on its seeds)"
@@ -709,7 +711,7 @@ int main(int argc, char** argv) {
     header << ", guidance " << sampler.guidance
            << (freeze_null ? " (the null branch's weights frozen)" : "") << ", budget " << minutes
            << " min";
-    std::cerr << header.str() + "\n" << std::flush;
+    say(header.str());
     run_eval(0, false);
     double rho_sum = 0, rho_group_sum = 0, floor_sum = 0;
     int rho_n = 0;
@@ -910,8 +912,8 @@ int main(int argc, char** argv) {
                 << ",\"spearman_within_prompt\":" << rho_group_sum / rho_n << ",\"spearman_floor\":" << floor_sum / rho_n
                 << "}" << std::endl;
     std::ostringstream done;
-    done << who() << iter << " iterations in " << elapsed() << " s, wrote " << out << "\n";
-    std::cerr << done.str() << std::flush;
+    done << iter << " iterations in " << elapsed() << " s, wrote " << out;
+    say(done.str());
     if (population) {
       population->finish(best, out);
       if (population->member() != 0) return 0;
@@ -928,7 +930,7 @@ int main(int argc, char** argv) {
                 << "'s (validation " << o->reward << "), is at " << final_out << "\n";
     }
   } catch (const std::exception& e) {
-    std::cerr << who() + e.what() + "\n" << std::flush;
+    say(e.what());
     return 1;
   }
   return 0;
