@@ -337,6 +337,8 @@ torch::Tensor shape_loss(const torch::Tensor& images, const std::vector<ShapeTar
     throw std::invalid_argument("shape_loss: the missing objects' weight must be 0 or more");
   if (!(opts.recolour_weight >= 0))
     throw std::invalid_argument("shape_loss: the recoloured blobs' weight must be 0 or more");
+  if (!(opts.extras_bce_weight >= 0))
+    throw std::invalid_argument("shape_loss: the extra blobs' bce weight must be 0 or more");
   if (std::any_of(targets.begin(), targets.end(),
                   [](const ShapeTarget& t) { return !(t.weight >= 0 && std::isfinite(t.weight)); }))
     throw std::invalid_argument("shape_loss: a target's weight must be finite and 0 or more");
@@ -350,6 +352,11 @@ torch::Tensor shape_loss(const torch::Tensor& images, const std::vector<ShapeTar
   if (opts.missing_bce && on_pixels)
     throw std::invalid_argument(
         "shape_loss: the missing objects' bce compares the soft snap, which the pixel loss has not");
+  const bool extras_bce = opts.extras_bce_weight > 0;
+  if (extras_bce && (on_pixels || !opts.erase_extras))
+    throw std::invalid_argument(
+        "shape_loss: the extra blobs' bce compares the soft snap of erased blobs: it needs "
+        "erase_extras and not the pixel loss");
   const auto compared = on_pixels ? clamped_pixels(images, opts.straight_through)
                                   : soft_color_masks(images, opts.temperature, opts.straight_through);
   // The hold compares the pixels themselves, whatever the kind.
@@ -400,7 +407,7 @@ torch::Tensor shape_loss(const torch::Tensor& images, const std::vector<ShapeTar
         return -(tpl * mc.log() + (1 - tpl) * (1 - mc).log());
       };
       if (opts.kind == ShapeLossOptions::Kind::bce || (t.missing && opts.missing_bce) ||
-          t.recoloured) {
+          t.recoloured || (extras_bce && t.extra)) {
         per_pixel = bce();
       } else {
         per_pixel = (m - tpl).pow(2);
@@ -408,9 +415,10 @@ torch::Tensor shape_loss(const torch::Tensor& images, const std::vector<ShapeTar
       }
     }
     if (held) per_pixel = per_pixel + opts.hold_weight * tpl * box_error;
-    const double weight = t.weight * (t.missing      ? opts.missing_weight
-                                      : t.recoloured ? opts.recolour_weight
-                                                     : 1.0);
+    const double weight = t.weight * (t.missing               ? opts.missing_weight
+                                      : t.recoloured          ? opts.recolour_weight
+                                      : extras_bce && t.extra ? opts.extras_bce_weight
+                                                              : 1.0);
     if (opts.ring_weight == 1.0) {
       terms.push_back(weight * per_pixel.mean());
     } else {

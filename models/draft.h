@@ -238,6 +238,18 @@ struct ShapeLossOptions {
   // the runs climbed late (0.491 and 0.428 on two seed pairs); at 0.25,
   // 0.465 and 0.504 against 0.455-0.523 and 0.530-0.532 without it: no step.
   double recolour_weight = 1.0;
+  // With erase_extras: the extra blobs are compared with their all-dark
+  // template under bce at this weight instead of under mse at weight 1
+  // (0: mse). Why: a firmly drawn extra blob has m ~ 1 (a palette colour
+  // drawn true gives m ~ 0.99 at t = 0.1), where mse's pull 2 m m' with
+  // m' ~ (1 - m) / t vanishes with 1 - m; bce's, 1 / (1 - m) times m',
+  // stays of order 1 / t. Per pixel bce's pull is this weight times
+  // 1 / (2 m (1 - m)) of mse's: weaker on a faint extra (m = 0.5, weight
+  // 0.25: half), stronger on a firm one (m = 0.99: 12 times). In the runs
+  // whose validation fell in their second half the extra blobs a batch rose
+  // again from about 1.5 to 6-8 while the missing ones stayed near 2
+  // (fifty-second session, docs/benchmarks.md).
+  double extras_bce_weight = 0.0;
 };
 
 struct ShapeLossStats {

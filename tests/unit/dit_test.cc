@@ -578,6 +578,23 @@ double corner_gradient(const LoneSquare& sq, const ShapeTarget& target, const Sh
   return x.grad().index({0, torch::indexing::Slice(), sq.d.y0, sq.d.x0}).norm().item<double>();
 }
 
+// Plain gradient steps on the pixels (no Adam to rescale a vanishing
+// gradient) from `image` until `asked` scores full marks: how many, or
+// kMaxSgdSteps + 1 if it never does.
+constexpr int kMaxSgdSteps = 400;
+int sgd_steps_to_full_marks(const scene::Prompt& asked, const torch::Tensor& image,
+                            const std::vector<ShapeTarget>& targets, const ShapeLossOptions& o) {
+  auto x = image.clone().requires_grad_(true);
+  torch::optim::SGD opt({x}, torch::optim::SGDOptions(2.0));
+  for (int step = 1; step <= kMaxSgdSteps; ++step) {
+    opt.zero_grad();
+    shape_loss(x, targets, o).backward();
+    opt.step();
+    if (score_batch({asked}, x.detach())[0].reward == 1.0) return step;
+  }
+  return kMaxSgdSteps + 1;
+}
+
 }  // namespace
 
 TEST(Draft, ARenderedShapeMatchesItsOwnTemplateAndNoOther) {
@@ -871,6 +888,58 @@ TEST(Draft, AnExtraBlobGetsADarkTemplateAndItsGradientErasesIt) {
   EXPECT_EQ(score_batch({asked}, image.detach())[0].reward, 1.0);
 }
 
+TEST(Draft, UnderBceAFirmlyDrawnExtraBlobKeepsItsPullToGoOut) {
+  // Two red circles rendered true to the palette, "a red circle" asked: the
+  // extra circle's pixels have m ~ 0.99, where mse's pull to dark, 2 m m'
+  // with m' ~ (1 - m) / t, vanishes with 1 - m; under bce (extras_bce_weight)
+  // it stays of order 1 / t.
+  const auto image = rendered(red(scene::Shape::circle, 2), 5);
+  const auto asked = red(scene::Shape::circle);
+  const auto targets = shape_targets({asked}, image);
+  ASSERT_EQ(targets.size(), 2u);
+  const auto& extra = targets[0].extra ? targets[0] : targets[1];
+  const auto& kept = targets[0].extra ? targets[1] : targets[0];
+  ASSERT_TRUE(extra.extra && !kept.extra);
+  ShapeLossOptions mse, bce;
+  mse.erase_extras = bce.erase_extras = true;
+  bce.extras_bce_weight = 1.0;
+  // Its loss is bce against the dark template, -log(1 - m), over box and ring.
+  const auto m = soft_color_masks(image, bce.temperature)[0][int(scene::Color::red)]
+                     .slice(0, extra.y0 - 1, extra.y1 + 1)
+                     .slice(1, extra.x0 - 1, extra.x1 + 1);
+  EXPECT_GT(m.max().item<double>(), 0.98) << "drawn firmly";
+  EXPECT_NEAR(shape_loss(image, {extra}, bce).item<double>(),
+              (-(1 - m.clamp(1e-6, 1 - 1e-6)).log()).mean().item<double>(), 1e-5);
+  ShapeLossOptions half = bce;
+  half.extras_bce_weight = 0.5;
+  EXPECT_NEAR(shape_loss(image, {extra}, half).item<double>(),
+              0.5 * shape_loss(image, {extra}, bce).item<double>(), 1e-6);
+  EXPECT_NEAR(shape_loss(image, {kept}, bce).item<double>(),
+              shape_loss(image, {kept}, mse).item<double>(), 1e-9)
+      << "the kept circle is compared under mse still";
+  auto pull = [&](const ShapeLossOptions& o) {
+    auto x = image.clone().requires_grad_(true);
+    shape_loss(x, {extra}, o).backward();
+    return x.grad().norm().item<double>();
+  };
+  const double pull_bce = pull(bce), pull_mse = pull(mse);
+  EXPECT_GT(pull_bce, 10 * pull_mse) << "mse " << pull_mse << ", bce " << pull_bce;
+  // Plain gradient steps on the pixels: bce erases the extra circle,
+  // leaving one red circle (full marks), in a fraction of the steps mse needs.
+  const int under_bce = sgd_steps_to_full_marks(asked, image, targets, bce),
+            under_mse = sgd_steps_to_full_marks(asked, image, targets, mse);
+  EXPECT_LE(under_bce, kMaxSgdSteps);
+  EXPECT_GT(under_mse, 5 * under_bce) << "bce " << under_bce << " steps, mse " << under_mse;
+  // It compares erased blobs' soft snap: it needs erase_extras, not the pixel loss.
+  ShapeLossOptions unerased = bce, pixel = bce, negative = mse;
+  unerased.erase_extras = false;
+  pixel.kind = ShapeLossOptions::Kind::pixel;
+  negative.extras_bce_weight = -1;
+  EXPECT_THROW(shape_loss(image, targets, unerased), std::invalid_argument);
+  EXPECT_THROW(shape_loss(image, targets, pixel), std::invalid_argument);
+  EXPECT_THROW(shape_loss(image, targets, negative), std::invalid_argument);
+}
+
 TEST(Draft, AtObjectSizeDrawsTheShapeAtAnObjectsSizeAndPullsAWideBlobBack) {
   auto box = [](int x0, int y0, int x1, int y1) {
     return ShapeTarget{0, scene::Color::red, x0, y0, x1, y1, scene::Shape::square, false};
@@ -1119,23 +1188,11 @@ TEST(Draft, UnderBceAMissingObjectKeepsItsPullWhereTheModelDrawsNothing) {
   EXPECT_NEAR(shape_loss(sq.image, {sq.as(scene::Shape::circle)}, missing_bce).item<double>(),
               shape_loss(sq.image, {sq.as(scene::Shape::circle)}, mse).item<double>(), 1e-9)
       << "a blob is compared under mse still";
-  // Plain gradient steps on the pixels (no Adam to rescale a vanishing
-  // gradient), from dark: bce draws the circle (full marks) in a fraction of
-  // the steps mse needs.
-  constexpr int kMaxSteps = 400;
-  auto steps_to_draw = [&](const ShapeLossOptions& o) {
-    auto x = image.clone().requires_grad_(true);
-    torch::optim::SGD opt({x}, torch::optim::SGDOptions(2.0));
-    for (int step = 1; step <= kMaxSteps; ++step) {
-      opt.zero_grad();
-      shape_loss(x, missing, o).backward();
-      opt.step();
-      if (score_batch({circle}, x.detach())[0].reward == 1.0) return step;
-    }
-    return kMaxSteps + 1;
-  };
-  const int under_bce = steps_to_draw(missing_bce), under_mse = steps_to_draw(mse);
-  EXPECT_LE(under_bce, kMaxSteps);
+  // Plain gradient steps on the pixels, from dark: bce draws the circle
+  // (full marks) in a fraction of the steps mse needs.
+  const int under_bce = sgd_steps_to_full_marks(circle, image, missing, missing_bce),
+            under_mse = sgd_steps_to_full_marks(circle, image, missing, mse);
+  EXPECT_LE(under_bce, kMaxSgdSteps);
   EXPECT_GT(under_mse, 5 * under_bce) << "bce " << under_bce << " steps, mse " << under_mse;
   ShapeLossOptions pixel;
   pixel.kind = ShapeLossOptions::Kind::pixel;

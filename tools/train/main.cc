@@ -106,7 +106,7 @@ int main(int argc, char** argv) {
   double minutes = 30, lr = 2e-4, guidance = -1, soft_width = 1, draft_ring_weight = 1,
          draft_hold = 0, draft_bce_weight = 0, draft_ptx = 0, draft_background = 0,
          draft_missing = 0, draft_early = 0, draft_recolour = 0, draft_shape_focus = 0,
-         draft_temperature = models::ShapeLossOptions{}.temperature;
+         draft_extras_bce = 0, draft_temperature = models::ShapeLossOptions{}.temperature;
   bool per_group_std = false, draft_through_clamp = false, draft_erase_extras = false,
        draft_object_size = false, draft_relocate = false, shape_twins = false;
   uint64_t seed = 1;
@@ -204,6 +204,12 @@ int main(int argc, char** argv) {
                  "--draft-loss mse, or bce, whose pull on the pixels of an object the model leaves dark does not "
                  "vanish as mse's does (models/draft.h; measured no better; needs --draft-missing)")
       ->check(CLI::IsMember({"mse", "bce"}));
+  app.add_option("--draft-extras-bce", draft_extras_bce,
+                 "draft: compare the erased extra blobs with their dark template under bce at "
+                 "this weight, instead of under mse at weight 1, so that a blob drawn firmly "
+                 "where nobody asked for it keeps a pull to go out (mse's vanishes as its soft "
+                 "snap nears 1; models/draft.h; needs --draft-erase-extras; 0: mse)")
+      ->check(CLI::NonNegativeNumber);
   app.add_flag("--draft-relocate", draft_relocate,
                "draft: erase each blob drawn where its prompt's relation fails and place its object again, as a "
                "missing one, where the relation holds (models/draft.h mark_misplaced; needs --draft-missing and "
@@ -378,7 +384,7 @@ int main(int argc, char** argv) {
         "--draft-targets",  "--draft-temperature", "--draft-through-clamp", "--draft-erase-extras",
         "--draft-ptx",      "--draft-ptx-batch",   "--draft-background",    "--draft-object-size",
         "--draft-missing",  "--draft-early",       "--draft-relocate",      "--draft-missing-loss",
-        "--draft-recolour", "--draft-shape-focus", "--draft-rollout-steps"};
+        "--draft-recolour", "--draft-shape-focus", "--draft-rollout-steps", "--draft-extras-bce"};
     if (!draft && std::any_of(draft_only.begin(), draft_only.end(),
                               [&](const auto& o) { return app.count(o) > 0; })) {
       std::string names;
@@ -464,6 +470,13 @@ int main(int argc, char** argv) {
     draft_opts.recolour_blobs = draft_recolour > 0;
     draft_opts.loss.recolour_weight = draft_recolour;
     draft_opts.loss.missing_bce = draft_missing_loss == "bce";
+    draft_opts.loss.extras_bce_weight = draft_extras_bce;
+    if (draft_extras_bce > 0 && !draft_erase_extras)
+      throw std::invalid_argument(
+          "--draft-extras-bce compares the erased extra blobs: it needs --draft-erase-extras");
+    if (draft_extras_bce > 0 && draft_loss == "pixel")
+      throw std::invalid_argument(
+          "--draft-extras-bce compares the soft snap, which --draft-loss pixel has not");
     if (app.count("--draft-missing-loss") > 0 && !(draft_missing > 0))
       throw std::invalid_argument(
           "--draft-missing-loss compares the missing objects, which are off without --draft-missing");
