@@ -370,6 +370,7 @@ torch::Tensor shape_loss(const torch::Tensor& images, const std::vector<ShapeTar
         given.y1 > H || given.image < 0 || given.image >= compared.size(0))
       throw std::invalid_argument("shape_loss: a target's box lies outside the image");
     const ShapeTarget t = opts.object_size ? at_object_size(given, int(W)) : given;
+    const bool erased_under_bce = extras_bce && t.extra;
     torch::Tensor tpl;
     if (opts.erase_extras && t.extra) {
       tpl = torch::zeros({t.y1 - t.y0 + 2, t.x1 - t.x0 + 2});
@@ -407,7 +408,7 @@ torch::Tensor shape_loss(const torch::Tensor& images, const std::vector<ShapeTar
         return -(tpl * mc.log() + (1 - tpl) * (1 - mc).log());
       };
       if (opts.kind == ShapeLossOptions::Kind::bce || (t.missing && opts.missing_bce) ||
-          t.recoloured || (extras_bce && t.extra)) {
+          t.recoloured || erased_under_bce) {
         per_pixel = bce();
       } else {
         per_pixel = (m - tpl).pow(2);
@@ -415,10 +416,10 @@ torch::Tensor shape_loss(const torch::Tensor& images, const std::vector<ShapeTar
       }
     }
     if (held) per_pixel = per_pixel + opts.hold_weight * tpl * box_error;
-    const double weight = t.weight * (t.missing               ? opts.missing_weight
-                                      : t.recoloured          ? opts.recolour_weight
-                                      : extras_bce && t.extra ? opts.extras_bce_weight
-                                                              : 1.0);
+    const double weight = t.weight * (t.missing          ? opts.missing_weight
+                                      : t.recoloured     ? opts.recolour_weight
+                                      : erased_under_bce ? opts.extras_bce_weight
+                                                         : 1.0);
     if (opts.ring_weight == 1.0) {
       terms.push_back(weight * per_pixel.mean());
     } else {
