@@ -7,6 +7,7 @@
 
 #include "kernels/adaln.h"
 #include "kernels/config.h"
+#include "kernels/gelu.h"
 #include "kernels/philox.h"
 
 #ifdef SPOTLIGHT_WITH_CUDA
@@ -164,6 +165,38 @@ struct GatedResidualFunction : torch::autograd::Function<GatedResidualFunction> 
   }
 };
 
+// y = gelu(x) or dx = grad * gelu'(x) over all elements of the CPU tensor x.
+torch::Tensor gelu_cpu(const torch::Tensor& x_in, const torch::Tensor* grad_in) {
+  const auto type = element_type(x_in, "gelu_tanh");
+  auto x = x_in.contiguous();
+  auto out = torch::empty_like(x, torch::MemoryFormat::Contiguous);
+  torch::Tensor grad;
+  if (grad_in) {
+    if (grad_in->sizes() != x.sizes() || grad_in->device() != x.device())
+      throw std::invalid_argument("gelu_tanh_backward: grad must have x's shape and device");
+    grad = grad_in->to(x.scalar_type()).contiguous();
+  }
+  at::parallel_for(0, x.numel(), 65536, [&](int64_t b, int64_t e) {
+    if (grad_in)
+      gelu_tanh_backward(x.data_ptr(), grad.data_ptr(), out.data_ptr(), type, b, e);
+    else
+      gelu_tanh_forward(x.data_ptr(), out.data_ptr(), type, b, e);
+  });
+  return out;
+}
+
+// Saves only x: the backward pass recomputes the gate, one exp an element,
+// instead of keeping a second activation-sized tensor alive.
+struct GeluFunction : torch::autograd::Function<GeluFunction> {
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x) {
+    ctx->save_for_backward({x});
+    return gelu_cpu(x, nullptr);
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    return {gelu_cpu(ctx->get_saved_variables()[0], &grads[0])};
+  }
+};
+
 bool needs_autograd(std::initializer_list<const torch::Tensor*> ts) {
   if (!torch::GradMode::is_enabled()) return false;
   for (auto* t : ts)
@@ -262,6 +295,19 @@ torch::Tensor adaln_modulate(const torch::Tensor& x, const torch::Tensor& shift,
 torch::Tensor gated_residual(const torch::Tensor& residual, const torch::Tensor& gate, const torch::Tensor& y) {
   if (needs_autograd({&residual, &gate, &y})) return GatedResidualFunction::apply(residual, gate, y);
   return gated_forward(residual, gate, y);
+}
+
+torch::Tensor gelu_tanh(const torch::Tensor& x) {
+  if (!x.is_cpu())
+    return torch::nn::functional::gelu(
+        x, torch::nn::functional::GELUFuncOptions().approximate("tanh"));
+  if (needs_autograd({&x})) return GeluFunction::apply(x);
+  return gelu_cpu(x, nullptr);
+}
+
+torch::Tensor gelu_tanh_backward(const torch::Tensor& x, const torch::Tensor& grad) {
+  if (!x.is_cpu()) return at::gelu_backward(grad, x, "tanh");
+  return gelu_cpu(x, &grad);
 }
 
 }  // namespace spotlight::kernels

@@ -41,4 +41,13 @@ torch::Tensor adaln_modulate(const torch::Tensor& x, const torch::Tensor& shift,
 // residual + gate * y for residual and y [B, N, C], gate [B, C]. Differentiable.
 torch::Tensor gated_residual(const torch::Tensor& residual, const torch::Tensor& gate, const torch::Tensor& y);
 
+// gelu(x) with the tanh approximation (kernels/gelu.h), any shape, fp32 or
+// bf16. On the CPU the fused kernel, differentiable with a fused backward; on
+// a GPU LibTorch's own gelu(approximate="tanh"), already one fused kernel
+// there.
+torch::Tensor gelu_tanh(const torch::Tensor& x);
+
+// grad * gelu'(x): the backward pass of gelu_tanh on its own.
+torch::Tensor gelu_tanh_backward(const torch::Tensor& x, const torch::Tensor& grad);
+
 }  // namespace spotlight::kernels

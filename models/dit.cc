@@ -131,7 +131,7 @@ MlpImpl::MlpImpl(int64_t dim, int64_t ratio)
 }
 
 torch::Tensor MlpImpl::forward(const torch::Tensor& x) {
-  return invariant_linear(fc2_, F::gelu(invariant_linear(fc1_, x), F::GELUFuncOptions().approximate("tanh")));
+  return invariant_linear(fc2_, kernels::gelu_tanh(invariant_linear(fc1_, x)));
 }
 
 TextEncoderImpl::TextEncoderImpl(const DiTConfig& cfg) : heads_(cfg.heads) {

@@ -53,7 +53,7 @@ DiTConfig dit_config(const std::string& name);
 torch::Tensor attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                         const torch::Tensor& key_mask);
 
-// Two-layer MLP with tanh-GELU, ratio `ratio`.
+// Two-layer MLP with tanh-GELU (the fused kernel, kernels/gelu.h), ratio `ratio`.
 class MlpImpl : public torch::nn::Module {
  public:
   MlpImpl(int64_t dim, int64_t ratio);

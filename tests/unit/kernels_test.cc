@@ -1,7 +1,8 @@
 // The fused kernels' CPU references and their LibTorch wrappers against the
 // composed LibTorch operations they replace: the SDE step (bit-identical mean
 // and x_next, log-prob within float rounding), LayerNorm + adaLN and the gated
-// residual (values and gradients), bf16 storage, and bad input.
+// residual (values and gradients), the tanh-GELU (value and slope against a
+// double reference and LibTorch's gelu), bf16 storage, and bad input.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -9,6 +10,7 @@
 #include <cstring>
 
 #include "kernels/element.h"
+#include "kernels/gelu.h"
 #include "kernels/ops.h"
 #include "kernels/philox.h"
 #include "models/flow.h"
@@ -263,4 +265,147 @@ TEST(KernelsOnCudaTensors, AgreeWithTheCpuPath) {
   auto y = randn({2, 50, 384}, 76);
   EXPECT_TRUE(bit_equal(kernels::gated_residual(h.detach(), sh.detach(), y),
                         kernels::gated_residual(hg.detach(), shg.detach(), y.to(gpu)).cpu()));
+  // The GELU on a GPU is LibTorch's: the same function to float rounding.
+  auto gx = randn({2, 50, 384}, 77) * 3;
+  EXPECT_LT(max_abs_diff(kernels::gelu_tanh(gx), kernels::gelu_tanh(gx.to(gpu)).cpu()), 1e-5);
+  EXPECT_LT(max_abs_diff(kernels::gelu_tanh_backward(gx, y),
+                         kernels::gelu_tanh_backward(gx.to(gpu), y.to(gpu)).cpu()),
+            1e-4);
+}
+
+namespace {
+
+// gelu(x) = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) and its derivative,
+// in double: the reference both LibTorch's fp32 gelu and the fused kernel are
+// measured against.
+double gelu_ref(double x) {
+  const double u = std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x);
+  return 0.5 * x * (1.0 + std::tanh(u));
+}
+double gelu_grad_ref(double x) {
+  const double u = std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x);
+  const double t = std::tanh(u);
+  return 0.5 * (1.0 + t) +
+         0.5 * x * (1.0 - t * t) * std::sqrt(2.0 / M_PI) * (1.0 + 3 * 0.044715 * x * x);
+}
+
+// The worst error of `got` against `ref` over x, in units of max(|x|, 1) *
+// 2^-24 (half an ulp of 1, or of x where it is larger).
+double worst_scaled_error(const torch::Tensor& x, const torch::Tensor& got, double (*ref)(double)) {
+  auto xs = x.contiguous().to(torch::kFloat64), gs = got.contiguous().to(torch::kFloat64);
+  const double* xp = xs.data_ptr<double>();
+  const double* gp = gs.data_ptr<double>();
+  double worst = 0;
+  for (int64_t i = 0; i < xs.numel(); ++i)
+    worst = std::max(worst, std::abs(gp[i] - ref(xp[i])) /
+                                (std::max(std::abs(xp[i]), 1.0) * std::ldexp(1.0, -24)));
+  return worst;
+}
+
+torch::Tensor libtorch_gelu(const torch::Tensor& x) {
+  return torch::nn::functional::gelu(x,
+                                     torch::nn::functional::GELUFuncOptions().approximate("tanh"));
+}
+
+torch::Tensor gelu_inputs() {
+  return torch::cat(
+      {torch::linspace(-12, 12, 24001), randn({4096}, 60) * 3, randn({4096}, 61) * 0.01});
+}
+
+}  // namespace
+
+TEST(FusedGelu, ExpIsWithinTwoUlpOfLibm) {
+  for (float t = -87.0f; t <= 88.0f; t += 0.000731f) {
+    const double want = std::exp(double(t));
+    EXPECT_LE(std::abs(kernels::exp_clamped(t) - want), 2 * std::ldexp(want, -23)) << t;
+  }
+  EXPECT_EQ(kernels::exp_clamped(0.0f), 1.0f);
+  // Clamped: never 0, a denormal or inf.
+  EXPECT_EQ(kernels::exp_clamped(-1000.0f), kernels::exp_clamped(-87.0f));
+  EXPECT_EQ(kernels::exp_clamped(1000.0f), kernels::exp_clamped(88.0f));
+  EXPECT_TRUE(std::isfinite(kernels::exp_clamped(NAN)));
+}
+
+TEST(FusedGelu, AgreesWithLibTorchsTanhGeluToFloatRounding) {
+  auto x = gelu_inputs();
+  auto fused = kernels::gelu_tanh(x);
+  auto libtorch = libtorch_gelu(x);
+  const double fused_err = worst_scaled_error(x, fused, gelu_ref);
+  const double libtorch_err = worst_scaled_error(x, libtorch, gelu_ref);
+  // A few half-ulps, and no worse than LibTorch's own (which cancels in
+  // 1 + tanh for x < 0).
+  EXPECT_LT(fused_err, 8.0);
+  EXPECT_LE(fused_err, libtorch_err + 1.0) << "LibTorch's: " << libtorch_err;
+  EXPECT_LT(max_abs_diff(fused, libtorch), 3e-6);
+}
+
+TEST(FusedGelu, GradientMatchesTheDerivativeAndLibTorchsBackward) {
+  auto x = gelu_inputs().requires_grad_(true);
+  auto w = randn({x.numel()}, 62);
+  auto grad = torch::autograd::grad({(kernels::gelu_tanh(x) * w).sum()}, {x})[0];
+  auto x2 = x.detach().clone().requires_grad_(true);
+  auto grad2 = torch::autograd::grad({(libtorch_gelu(x2) * w).sum()}, {x2})[0];
+  EXPECT_LT(max_abs_diff(grad, grad2), 2e-5 * w.abs().max().item<double>());
+  auto unit = kernels::gelu_tanh_backward(x.detach(), torch::ones_like(w));
+  EXPECT_TRUE(bit_equal(grad, unit * w));
+  // Relative to max(|x|, 1): the derivative grows as x^2 times a vanishing
+  // gate, so its error is measured the same way as the value's.
+  EXPECT_LT(worst_scaled_error(x.detach(), unit, gelu_grad_ref), 16.0);
+}
+
+TEST(FusedGelu, TailsAndInfinitiesGiveTheLimitsAndNaNPropagates) {
+  auto x = torch::tensor({-1e30f, -1e20f, -50.0f, -11.0f, 0.0f, -0.0f, 11.0f, 50.0f, 1e20f, 1e30f,
+                          INFINITY, -INFINITY, NAN});
+  auto y = kernels::gelu_tanh(x);
+  auto g = kernels::gelu_tanh_backward(x, torch::ones_like(x));
+  auto ya = y.accessor<float, 1>();
+  auto ga = g.accessor<float, 1>();
+  for (int i = 0; i < 4; ++i) {  // far left: gelu is -0 or a vanishing negative, the slope 0
+    EXPECT_LE(ya[i], 0.0f) << i;
+    EXPECT_GT(ya[i], -1e-20f) << i;
+    EXPECT_EQ(ga[i], 0.0f) << i;
+  }
+  EXPECT_EQ(ya[4], 0.0f);
+  EXPECT_EQ(ga[4], 0.5f);
+  EXPECT_EQ(ya[5], 0.0f);
+  for (int i = 6; i < 10; ++i) {  // far right: gelu is the identity, the slope 1
+    EXPECT_EQ(ya[i], x[i].item<float>()) << i;
+    EXPECT_EQ(ga[i], 1.0f) << i;
+  }
+  EXPECT_EQ(ya[10], INFINITY);
+  EXPECT_EQ(ga[10], 1.0f);
+  EXPECT_TRUE(std::isnan(ya[12]));
+  EXPECT_TRUE(std::isnan(ga[12]));
+}
+
+TEST(FusedGelu, IsElementwiseWhateverTheThreadsAndReadsBf16) {
+  auto x = randn({7, 65, 384}, 63) * 2;
+  const int threads = at::get_num_threads();
+  at::set_num_threads(1);
+  auto one = kernels::gelu_tanh(x);
+  at::set_num_threads(2);
+  auto two = kernels::gelu_tanh(x);
+  at::set_num_threads(threads);
+  EXPECT_TRUE(bit_equal(one, two));
+  EXPECT_TRUE(bit_equal(kernels::gelu_tanh(x.slice(0, 3, 4)), one.slice(0, 3, 4)));
+  // A strided view reads the same elements.
+  EXPECT_TRUE(bit_equal(kernels::gelu_tanh(x.transpose(1, 2)), one.transpose(1, 2).contiguous()));
+  auto xb = x.to(torch::kBFloat16);
+  auto yb = kernels::gelu_tanh(xb);
+  ASSERT_EQ(yb.scalar_type(), torch::kBFloat16);
+  auto ref = kernels::gelu_tanh(xb.to(torch::kFloat32));
+  // One bf16 rounding of the output: relative 2^-8.
+  EXPECT_LE(((yb.to(torch::kFloat32) - ref).abs() - ref.abs() * (1.0 / 256)).max().item<double>(),
+            1e-6);
+  auto xg = xb.detach().requires_grad_(true);
+  kernels::gelu_tanh(xg).sum().backward();
+  EXPECT_EQ(xg.grad().scalar_type(), torch::kBFloat16);
+}
+
+TEST(FusedGelu, BadInputGetsAClearError) {
+  auto x = randn({4, 8}, 64);
+  EXPECT_THROW(kernels::gelu_tanh(x.to(torch::kFloat64)), std::invalid_argument);
+  EXPECT_THROW(kernels::gelu_tanh(x.to(torch::kInt32)), std::invalid_argument);
+  EXPECT_THROW(kernels::gelu_tanh_backward(x, randn({4, 9}, 65)), std::invalid_argument);
+  EXPECT_EQ(kernels::gelu_tanh(torch::empty({0, 8})).numel(), 0);
 }

@@ -122,6 +122,21 @@ int main(int argc, char** argv) {
           const double composed = time_ms(dev, iters, [&] { auto o = x + shift.unsqueeze(1) * y; });
           rows.push_back({"gated_residual", sh.name, dtype_name(dt), fused, composed, double(n * 3 * es) / 1e9});
         }
+        if (!gpu) {  // tanh-GELU over the MLP's hidden rows (4x the channels); on a GPU it is
+                     // LibTorch's own.
+          auto h = torch::randn({sh.batch, sh.tokens, 4 * sh.channels}, opts).to(dt) * 2;
+          auto g = torch::randn_like(h);
+          const auto approx = torch::nn::functional::GELUFuncOptions().approximate("tanh");
+          const double fused = time_ms(dev, iters, [&] { kernels::gelu_tanh(h); });
+          const double composed =
+              time_ms(dev, iters, [&] { torch::nn::functional::gelu(h, approx); });
+          rows.push_back({"gelu_tanh", sh.name, dtype_name(dt), fused, composed,
+                          double(4 * n * 2 * es) / 1e9});
+          const double fused_bw = time_ms(dev, iters, [&] { kernels::gelu_tanh_backward(h, g); });
+          const double composed_bw = time_ms(dev, iters, [&] { at::gelu_backward(g, h, "tanh"); });
+          rows.push_back({"gelu_tanh backward", sh.name, dtype_name(dt), fused_bw, composed_bw,
+                          double(4 * n * 3 * es) / 1e9});
+        }
       }
       {  // Philox noise against LibTorch's own generator (the composition has no twin).
         std::vector<uint64_t> seeds(sh.batch);
