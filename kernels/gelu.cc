@@ -27,7 +27,7 @@ SPOTLIGHT_INLINE float exp_impl(float t) {
   t = t < 88.0f ? t : 88.0f;
   const float n = (t * kLog2e + kRoundMagic) - kRoundMagic;  // round(t / ln 2), in [-126, 127]
   const float r = (t - n * kLn2Hi) - n * kLn2Lo;             // |r| <= ln 2 / 2 (plus rounding)
-  // e^r by its Taylor series to r^7: the remainder r^8 / 8! < 5e-9 relative.
+  // e^r by its Taylor series to r^7: the remainder, r^8 / 8!, is under 5.2e-9.
   float p = 1.0f / 5040.0f;
   p = p * r + 1.0f / 720.0f;
   p = p * r + 1.0f / 120.0f;
