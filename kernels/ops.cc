@@ -193,7 +193,11 @@ struct GeluFunction : torch::autograd::Function<GeluFunction> {
     return gelu_cpu(x, nullptr);
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    return {gelu_cpu(ctx->get_saved_variables()[0], &grads[0])};
+    const auto x = ctx->get_saved_variables()[0];  // by value: the list is a temporary
+    // Under create_graph the slope must itself be differentiable: LibTorch's
+    // gelu_backward has a derivative, the fused kernel does not.
+    if (torch::GradMode::is_enabled()) return {at::gelu_backward(grads[0], x, "tanh")};
+    return {gelu_cpu(x, &grads[0])};
   }
 };
 

@@ -44,7 +44,8 @@ torch::Tensor gated_residual(const torch::Tensor& residual, const torch::Tensor&
 // gelu(x) with the tanh approximation (kernels/gelu.h), any shape, fp32 or
 // bf16. On the CPU the fused kernel, differentiable with a fused backward; on
 // a GPU LibTorch's own gelu(approximate="tanh"), already one fused kernel
-// there.
+// there. A second derivative (create_graph) goes through LibTorch's
+// gelu_backward.
 torch::Tensor gelu_tanh(const torch::Tensor& x);
 
 // grad * gelu'(x): the backward pass of gelu_tanh on its own.

@@ -351,6 +351,14 @@ TEST(FusedGelu, GradientMatchesTheDerivativeAndLibTorchsBackward) {
   // Relative to max(|x|, 1): the derivative grows as x^2 times a vanishing
   // gate, so its error is measured the same way as the value's.
   EXPECT_LT(worst_scaled_error(x.detach(), unit, gelu_grad_ref), 16.0);
+  // A second derivative (create_graph) is LibTorch's.
+  auto xs = randn({64}, 66).requires_grad_(true), xs2 = xs.detach().clone().requires_grad_(true);
+  auto g1 = torch::autograd::grad({kernels::gelu_tanh(xs).sum()}, {xs}, {}, true, true)[0];
+  auto g2 = torch::autograd::grad({libtorch_gelu(xs2).sum()}, {xs2}, {}, true, true)[0];
+  auto h1 = torch::autograd::grad({g1.sum()}, {xs})[0],
+       h2 = torch::autograd::grad({g2.sum()}, {xs2})[0];
+  EXPECT_LT(max_abs_diff(h1, h2), 1e-6);
+  EXPECT_GT(h1.abs().max().item<double>(), 0.1);
 }
 
 TEST(FusedGelu, TailsAndInfinitiesGiveTheLimitsAndNaNPropagates) {
