@@ -169,14 +169,15 @@ struct GatedResidualFunction : torch::autograd::Function<GatedResidualFunction> 
 torch::Tensor gelu_cpu(const torch::Tensor& x_in, const torch::Tensor* grad_in) {
   const auto type = element_type(x_in, "gelu_tanh");
   auto x = x_in.contiguous();
-  auto out = torch::empty_like(x, torch::MemoryFormat::Contiguous);
+  auto out = torch::empty_like(x);
   torch::Tensor grad;
   if (grad_in) {
-    if (grad_in->sizes() != x.sizes() || grad_in->device() != x.device())
-      throw std::invalid_argument("gelu_tanh_backward: grad must have x's shape and device");
+    check_same_device("gelu_tanh_backward", {&x_in, grad_in});
+    if (grad_in->sizes() != x.sizes())
+      throw std::invalid_argument("gelu_tanh_backward: grad must have x's shape");
     grad = grad_in->to(x.scalar_type()).contiguous();
   }
-  at::parallel_for(0, x.numel(), 65536, [&](int64_t b, int64_t e) {
+  at::parallel_for(0, x.numel(), grain(1), [&](int64_t b, int64_t e) {
     if (grad_in)
       gelu_tanh_backward(x.data_ptr(), grad.data_ptr(), out.data_ptr(), type, b, e);
     else

@@ -122,8 +122,8 @@ int main(int argc, char** argv) {
           const double composed = time_ms(dev, iters, [&] { auto o = x + shift.unsqueeze(1) * y; });
           rows.push_back({"gated_residual", sh.name, dtype_name(dt), fused, composed, double(n * 3 * es) / 1e9});
         }
-        if (!gpu) {  // tanh-GELU over the MLP's hidden rows (4x the channels); on a GPU it is
-                     // LibTorch's own.
+        // tanh-GELU over the MLP's hidden rows (4x the channels); on a GPU it is LibTorch's own.
+        if (!gpu) {
           auto h = torch::randn({sh.batch, sh.tokens, 4 * sh.channels}, opts).to(dt) * 2;
           auto g = torch::randn_like(h);
           const auto approx = torch::nn::functional::GELUFuncOptions().approximate("tanh");
