@@ -8,6 +8,7 @@
 #include "kernels/adaln.h"
 #include "kernels/config.h"
 #include "kernels/gelu.h"
+#include "kernels/linear.h"
 #include "kernels/philox.h"
 
 #ifdef SPOTLIGHT_WITH_CUDA
@@ -205,9 +206,75 @@ struct GeluFunction : torch::autograd::Function<GeluFunction> {
 bool needs_autograd(std::initializer_list<const torch::Tensor*> ts) {
   if (!torch::GradMode::is_enabled()) return false;
   for (auto* t : ts)
-    if (t->requires_grad()) return true;
+    if (t->defined() && t->requires_grad()) return true;
   return false;
 }
+
+// Rows a register block holds times a few: an item of at::parallel_for is a row.
+constexpr int64_t kLinearGrain = 32;
+
+// x [..., in] W^T + b. fp32 on the CPU: the row-invariant kernel. Elsewhere
+// (bf16, a GPU) one LibTorch GEMM a sample, [N, in] x [in, out] whatever B is;
+// a GPU's GEMM is deterministic for a given shape.
+torch::Tensor linear_forward(const torch::Tensor& x, const torch::Tensor& weight,
+                             const torch::Tensor& bias = {}) {
+  if (weight.dim() != 2 || x.dim() < 2 || x.size(-1) != weight.size(1))
+    throw std::invalid_argument("invariant_linear: x must be [B, ..., in] and weight [out, in]");
+  if (bias.defined() && (bias.dim() != 1 || bias.size(0) != weight.size(0)))
+    throw std::invalid_argument("invariant_linear: bias must be [out]");
+  check_same_device("invariant_linear", {&x, &weight, &bias});
+  const int64_t in = weight.size(1), out = weight.size(0);
+  auto shape = x.sizes().vec();
+  shape.back() = out;
+  const bool f32 = x.scalar_type() == torch::kFloat32 && weight.scalar_type() == torch::kFloat32 &&
+                   (!bias.defined() || bias.scalar_type() == torch::kFloat32);
+  if (x.is_cpu() && f32) {
+    auto xc = x.contiguous(), w = weight.contiguous();
+    auto b = bias.defined() ? bias.contiguous() : bias;
+    auto y = torch::empty(shape, xc.options());
+    const auto packed = pack_weight(w.data_ptr<float>(), out, in);
+    const float* xp = xc.data_ptr<float>();
+    const float* bp = b.defined() ? b.data_ptr<float>() : nullptr;
+    float* yp = y.data_ptr<float>();
+    at::parallel_for(0, c10::multiply_integers(shape.begin(), shape.end() - 1), kLinearGrain,
+                     [&](int64_t r0, int64_t r1) { linear_rows(xp, packed, bp, yp, r0, r1); });
+    return y;
+  }
+  const auto B = x.size(0);
+  auto x3 = x.reshape({B, -1, in});
+  auto wt = weight.t().unsqueeze(0).expand({B, in, out});
+  auto y = bias.defined()
+               ? torch::baddbmm(bias.view({1, 1, out}).expand({B, x3.size(1), out}), x3, wt)
+               : torch::bmm(x3, wt);
+  return y.view(shape);
+}
+
+// Only the forward product must be row-invariant: it is what a seeded
+// rollout's bits depend on. Each gradient is one GEMM over all rows (autograd
+// of a per-sample product would repack W once a sample and write a
+// [B, in, out] weight gradient only to sum it); gradients are deterministic
+// for a given batch and thread count. Differentiable ops throughout, so a
+// second derivative (create_graph) works. The bias is a pack of zero or one
+// tensors: autograd refuses an undefined input.
+struct LinearFunction : torch::autograd::Function<LinearFunction> {
+  template <class... Bias>
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x,
+                               const torch::Tensor& weight, const Bias&... bias) {
+    ctx->save_for_backward({x, weight});
+    ctx->saved_data["bias"] = sizeof...(bias) > 0;
+    return linear_forward(x, weight, bias...);
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const auto saved = ctx->get_saved_variables();  // by value: the list is a temporary
+    const auto& x = saved[0];
+    const auto& weight = saved[1];
+    auto g = grads[0].reshape({-1, weight.size(0)});
+    auto dx = g.mm(weight).view(x.sizes());
+    auto dw = g.t().mm(x.reshape({-1, weight.size(1)}));
+    if (!ctx->saved_data["bias"].toBool()) return {dx, dw};
+    return {dx, dw, g.sum(0)};
+  }
+};
 
 }  // namespace
 
@@ -313,6 +380,13 @@ torch::Tensor gelu_tanh(const torch::Tensor& x) {
 torch::Tensor gelu_tanh_backward(const torch::Tensor& x, const torch::Tensor& grad) {
   if (!x.is_cpu()) return at::gelu_backward(grad, x, "tanh");
   return gelu_cpu(x, &grad);
+}
+
+torch::Tensor invariant_linear(const torch::Tensor& x, const torch::Tensor& weight,
+                               const torch::Tensor& bias) {
+  if (!needs_autograd({&x, &weight, &bias})) return linear_forward(x, weight, bias);
+  if (!bias.defined()) return LinearFunction::apply(x, weight);
+  return LinearFunction::apply(x, weight, bias);
 }
 
 }  // namespace spotlight::kernels

@@ -51,4 +51,12 @@ torch::Tensor gelu_tanh(const torch::Tensor& x);
 // grad * gelu'(x): the backward pass of gelu_tanh on its own.
 torch::Tensor gelu_tanh_backward(const torch::Tensor& x, const torch::Tensor& grad);
 
+// x W^T + bias for x [B, ..., in], weight [out, in], bias [out] or undefined,
+// as torch::nn::Linear, but row-invariant: a row of the result depends only
+// on its row of x, bit for bit, whatever B, the row's place and the thread
+// count (kernels/linear.h on the CPU in fp32; one GEMM a sample elsewhere).
+// Differentiable; the gradients are exact but not batch-invariant.
+torch::Tensor invariant_linear(const torch::Tensor& x, const torch::Tensor& weight,
+                               const torch::Tensor& bias = {});
+
 }  // namespace spotlight::kernels

@@ -57,65 +57,18 @@ torch::Tensor padding_mask(const torch::Tensor& tokens) {
   return pad.unsqueeze(1).unsqueeze(1);  // [B, 1, 1, L]
 }
 
-// Batch-invariant linear layer. One GEMM over all B*N rows lets BLAS pick
-// kernels and blockings by the row count, so a sample's output changed with
-// the batch it sat in (measured: every sample differed between batch 1 and 5).
-// A batched product runs the same GEMM per sample whatever B is, so a seeded
-// rollout gives the same bits in any batch; it costs little at these sizes.
-torch::Tensor per_sample_linear(const torch::Tensor& x, const torch::Tensor& weight,
-                                const torch::Tensor& bias = {}) {
-  const auto B = x.size(0), in = weight.size(1), out = weight.size(0);
-  auto x3 = x.reshape({B, -1, in});
-  auto w = weight.t().unsqueeze(0).expand({B, in, out});
-  auto y = bias.defined()
-               ? torch::baddbmm(bias.view({1, 1, out}).expand({B, x3.size(1), out}), x3, w)
-               : torch::bmm(x3, w);
-  auto shape = x.sizes().vec();
-  shape.back() = out;
-  return y.view(shape);
-}
-
-// Only the forward product must be per sample: it is what a seeded rollout's
-// bits depend on. Left to autograd, the backward of the per-sample product
-// repacks the weight once a sample and writes a [B, in, out] weight gradient
-// only to sum it over B; here each gradient is one GEMM over all B*N rows.
-// Gradients are still deterministic for a given batch and thread count.
-// The bias is a pack of zero or one tensors: autograd refuses an undefined input.
-struct InvariantLinearFunction : torch::autograd::Function<InvariantLinearFunction> {
-  template <class... Bias>
-  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x,
-                               const torch::Tensor& weight, const Bias&... bias) {
-    ctx->save_for_backward({x, weight});
-    ctx->saved_data["bias"] = sizeof...(bias) > 0;
-    return per_sample_linear(x, weight, bias...);
-  }
-  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
-                                                 torch::autograd::variable_list grads) {
-    const auto saved = ctx->get_saved_variables();  // by value: the list is a temporary
-    const auto& x = saved[0];
-    const auto& weight = saved[1];
-    auto g = grads[0].reshape({-1, weight.size(0)});
-    auto dx = g.mm(weight).view(x.sizes());
-    auto dw = g.t().mm(x.reshape({-1, weight.size(1)}));
-    if (!ctx->saved_data["bias"].toBool()) return {dx, dw};
-    return {dx, dw, g.sum(0)};
-  }
-};
-
-}  // namespace
-
+// Every linear layer of the DiT goes through the row-invariant product, so a
+// seeded rollout gives the same bits in any batch (kernels/ops.h).
 torch::Tensor invariant_linear(const torch::nn::Linear& l, const torch::Tensor& x) {
-  if (!l->bias.defined()) return InvariantLinearFunction::apply(x, l->weight);
-  return InvariantLinearFunction::apply(x, l->weight, l->bias);
+  return kernels::invariant_linear(x, l->weight, l->bias);
 }
-
-namespace {
 
 // Batch-invariant 3x3 convolution (padding 1). LibTorch's conv2d goes to
 // oneDNN on a CPU, whose kernels differ with the batch (measured: a sample's
 // output changed between batch 1 and 32); the im2col + GEMM convolution runs
 // the same product per sample whatever the batch and thread count. An
-// unfold + invariant_linear twin gave the same bits at a tenth of the speed.
+// unfold + invariant_linear twin (its per-sample GEMM version) gave the same
+// bits at a tenth of the speed.
 torch::Tensor invariant_conv3x3(const torch::nn::Conv2d& l, const torch::Tensor& x) {
   return at::thnn_conv2d(x, l->weight, {3, 3}, l->bias, {1, 1}, {1, 1});
 }

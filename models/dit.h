@@ -53,11 +53,6 @@ DiTConfig dit_config(const std::string& name);
 torch::Tensor attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                         const torch::Tensor& key_mask);
 
-// y = x W^T + b with W = l->weight, as torch::nn::Linear, but batch-invariant:
-// sample b of y depends only on sample b of x (x: [B, ..., in]), whatever B and
-// the thread count, bit for bit. The gradients are exact, not batch-invariant.
-torch::Tensor invariant_linear(const torch::nn::Linear& l, const torch::Tensor& x);
-
 // Two-layer MLP with tanh-GELU (the fused kernel, kernels/gelu.h), ratio `ratio`.
 class MlpImpl : public torch::nn::Module {
  public:

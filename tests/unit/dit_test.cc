@@ -188,40 +188,6 @@ TEST_P(SeededSampling, IsBitIdenticalAcrossRunsBatchesAndThreads) {
   EXPECT_FALSE(torch::equal(all[0], all[1]));
 }
 
-// The linear layer every DiT product goes through: its forward gives a sample
-// the same bits in any batch, its backward (one GEMM over all rows) gives the
-// gradients of torch::nn::Linear, to the first and second order.
-TEST(InvariantLinear, ForwardIsBatchInvariantAndGradientsMatchLibTorch) {
-  torch::manual_seed(3);
-  for (bool bias : {true, false}) {
-    torch::nn::Linear l(torch::nn::LinearOptions(24, 40).bias(bias));
-    auto x = torch::randn({5, 7, 24}, torch::requires_grad());
-    auto y = invariant_linear(l, x);
-    ASSERT_EQ(y.sizes(), (std::vector<int64_t>{5, 7, 40}));
-    for (int64_t b = 0; b < 5; ++b)
-      EXPECT_TRUE(torch::equal(y[b], invariant_linear(l, x.slice(0, b, b + 1))[0]))
-          << "sample " << b << " depends on its batch";
-    auto ref = l->forward(x);
-    EXPECT_TRUE(torch::allclose(y, ref, 1e-5, 1e-5));
-
-    auto g = torch::randn_like(y);
-    std::vector<torch::Tensor> inputs{x, l->weight};
-    if (bias) inputs.push_back(l->bias);
-    auto mine = torch::autograd::grad({y}, inputs, {g}, true, true);
-    auto theirs = torch::autograd::grad({ref}, inputs, {g}, true, true);
-    for (size_t i = 0; i < inputs.size(); ++i)
-      EXPECT_TRUE(torch::allclose(mine[i], theirs[i], 1e-4, 1e-5)) << "gradient " << i;
-
-    // Second order (create_graph): the gradient with respect to x of a
-    // function of the weight gradient.
-    auto mine2 = torch::autograd::grad({(mine[1] * mine[1]).sum()}, {x}, {}, false, false, true);
-    auto theirs2 =
-        torch::autograd::grad({(theirs[1] * theirs[1]).sum()}, {x}, {}, false, false, true);
-    ASSERT_TRUE(mine2[0].defined());
-    EXPECT_TRUE(torch::allclose(mine2[0], theirs2[0], 1e-4, 1e-4));
-  }
-}
-
 TEST(Sampler, ThreadsOptionSetsOpenBlasToo) {
   using GetThreads = int (*)();
   auto get = reinterpret_cast<GetThreads>(::dlsym(RTLD_DEFAULT, "openblas_get_num_threads"));

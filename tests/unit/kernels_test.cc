@@ -2,7 +2,9 @@
 // composed LibTorch operations they replace: the SDE step (bit-identical mean
 // and x_next, log-prob within float rounding), LayerNorm + adaLN and the gated
 // residual (values and gradients), the tanh-GELU (value and slope against a
-// double reference and LibTorch's gelu), bf16 storage, and bad input.
+// double reference and LibTorch's gelu), the row-invariant linear layer
+// (every instruction set's bits, batch invariance, gradients against
+// torch::nn::Linear), bf16 storage, and bad input.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -11,6 +13,7 @@
 
 #include "kernels/element.h"
 #include "kernels/gelu.h"
+#include "kernels/linear.h"
 #include "kernels/ops.h"
 #include "kernels/philox.h"
 #include "models/flow.h"
@@ -28,6 +31,18 @@ bool bit_equal(const torch::Tensor& a, const torch::Tensor& b) {
   auto ac = a.contiguous(), bc = b.contiguous();
   return ac.sizes() == bc.sizes() && ac.scalar_type() == bc.scalar_type() &&
          std::memcmp(ac.data_ptr(), bc.data_ptr(), ac.numel() * ac.element_size()) == 0;
+}
+
+// f() run on one LibTorch thread and on two; the thread count is restored.
+template <class F>
+auto on_one_and_two_threads(F&& f) {
+  const int threads = at::get_num_threads();
+  at::set_num_threads(1);
+  auto one = f();
+  at::set_num_threads(2);
+  auto two = f();
+  at::set_num_threads(threads);
+  return std::pair{one, two};
 }
 
 double max_abs_diff(const torch::Tensor& a, const torch::Tensor& b) {
@@ -101,12 +116,7 @@ TEST(FusedSdeStep, ResultsDependOnlyOnTheSampleNotOnBatchOrThreads) {
   const int64_t dim = 3 * kernels::kSdeChunk + 123;
   auto x = randn({4, dim}, 7), v = randn({4, dim}, 8), noise = randn({4, dim}, 9);
   const auto c = kernels::sde_coefficients(0.5, 0.4, 0.9, 0.7);
-  const int threads = at::get_num_threads();
-  at::set_num_threads(1);
-  auto one = kernels::sde_step(x, v, noise, c);
-  at::set_num_threads(2);
-  auto two = kernels::sde_step(x, v, noise, c);
-  at::set_num_threads(threads);
+  auto [one, two] = on_one_and_two_threads([&] { return kernels::sde_step(x, v, noise, c); });
   EXPECT_TRUE(bit_equal(one.x_next, two.x_next));
   EXPECT_TRUE(bit_equal(one.log_prob, two.log_prob));
   auto alone = kernels::sde_step(x.slice(0, 2, 3), v.slice(0, 2, 3), noise.slice(0, 2, 3), c);
@@ -153,12 +163,8 @@ TEST(FusedAdaLn, MatchesLayerNormAndModulation) {
 
 TEST(FusedAdaLn, RowsAreIndependentOfTheBatchAndTheThreadCount) {
   auto x = randn({6, 33, 96}, 23), shift = randn({6, 96}, 24), scale = randn({6, 96}, 25);
-  const int threads = at::get_num_threads();
-  at::set_num_threads(1);
-  auto one = kernels::adaln_modulate(x, shift, scale);
-  at::set_num_threads(2);
-  auto two = kernels::adaln_modulate(x, shift, scale);
-  at::set_num_threads(threads);
+  auto [one, two] =
+      on_one_and_two_threads([&] { return kernels::adaln_modulate(x, shift, scale); });
   EXPECT_TRUE(bit_equal(one, two));
   auto alone = kernels::adaln_modulate(x.slice(0, 4, 5), shift.slice(0, 4, 5), scale.slice(0, 4, 5));
   EXPECT_TRUE(bit_equal(alone[0], one[4]));
@@ -271,6 +277,14 @@ TEST(KernelsOnCudaTensors, AgreeWithTheCpuPath) {
   EXPECT_LT(max_abs_diff(kernels::gelu_tanh_backward(gx, y),
                          kernels::gelu_tanh_backward(gx.to(gpu), y.to(gpu)).cpu()),
             1e-4);
+  // The linear layer on a GPU is one LibTorch GEMM a sample: the same product
+  // to float rounding, and a sample's bits still independent of its batch.
+  auto lw = randn({96, 384}, 78), lb = randn({96}, 79);
+  auto ly = kernels::invariant_linear(h.detach().to(gpu), lw.to(gpu), lb.to(gpu));
+  EXPECT_LT(max_abs_diff(kernels::invariant_linear(h.detach(), lw, lb), ly.cpu()), 1e-3);
+  EXPECT_TRUE(bit_equal(ly[1].cpu(), kernels::invariant_linear(h.detach().slice(0, 1, 2).to(gpu),
+                                                               lw.to(gpu), lb.to(gpu))[0]
+                                         .cpu()));
 }
 
 namespace {
@@ -388,12 +402,7 @@ TEST(FusedGelu, TailsAndInfinitiesGiveTheLimitsAndNaNPropagates) {
 
 TEST(FusedGelu, IsElementwiseWhateverTheThreadsAndReadsBf16) {
   auto x = randn({7, 65, 384}, 63) * 2;
-  const int threads = at::get_num_threads();
-  at::set_num_threads(1);
-  auto one = kernels::gelu_tanh(x);
-  at::set_num_threads(2);
-  auto two = kernels::gelu_tanh(x);
-  at::set_num_threads(threads);
+  auto [one, two] = on_one_and_two_threads([&] { return kernels::gelu_tanh(x); });
   EXPECT_TRUE(bit_equal(one, two));
   EXPECT_TRUE(bit_equal(kernels::gelu_tanh(x.slice(0, 3, 4)), one.slice(0, 3, 4)));
   // A strided view reads the same elements.
@@ -416,4 +425,99 @@ TEST(FusedGelu, BadInputGetsAClearError) {
   EXPECT_THROW(kernels::gelu_tanh(x.to(torch::kInt32)), std::invalid_argument);
   EXPECT_THROW(kernels::gelu_tanh_backward(x, randn({4, 9}, 65)), std::invalid_argument);
   EXPECT_EQ(kernels::gelu_tanh(torch::empty({0, 8})).numel(), 0);
+}
+
+namespace {
+
+// x W^T + b in double: the reference the fp32 kernel is measured against.
+torch::Tensor linear_ref(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b) {
+  auto y = torch::matmul(x.to(torch::kFloat64), w.to(torch::kFloat64).t());
+  return b.defined() ? y + b.to(torch::kFloat64) : y;
+}
+
+}  // namespace
+
+// Sizes that are no multiple of a register block (8 or 6 rows) or a panel (16
+// columns): the edges take the same fused operations in the same order.
+TEST(InvariantLinear, EveryInstructionSetGivesTheScalarReferencesBits) {
+  auto x = randn({13, 37}, 80), w = randn({53, 37}, 81), b = randn({53}, 82);
+  const auto packed = kernels::pack_weight(w.data_ptr<float>(), 53, 37);
+  for (bool bias : {true, false}) {
+    auto run = [&](kernels::LinearIsa isa) {
+      auto y = torch::empty({13, 53});
+      kernels::linear_rows(x.data_ptr<float>(), packed, bias ? b.data_ptr<float>() : nullptr,
+                           y.data_ptr<float>(), 0, 13, isa);
+      return y;
+    };
+    auto scalar = run(kernels::LinearIsa::kScalar);
+    // fp32 accumulation of 37 products of unit normals: a few ulp of the sum's scale.
+    EXPECT_LT(max_abs_diff(scalar, linear_ref(x, w, bias ? b : torch::Tensor())), 1e-4);
+    int ran = 0;
+    for (auto isa :
+         {kernels::LinearIsa::kBest, kernels::LinearIsa::kAvx512, kernels::LinearIsa::kAvx2Fma}) {
+      if (!kernels::linear_isa_supported(isa)) continue;
+      ++ran;
+      EXPECT_TRUE(bit_equal(run(isa), scalar)) << "instruction set " << int(isa);
+    }
+    EXPECT_GE(ran, 1);
+  }
+  // in = 0: an empty sum, the bias alone.
+  auto y =
+      kernels::invariant_linear(torch::empty({2, 3, 0}), torch::empty({5, 0}), b.slice(0, 0, 5));
+  EXPECT_TRUE(bit_equal(y, b.slice(0, 0, 5).expand({2, 3, 5}).contiguous()));
+}
+
+TEST(InvariantLinear, ARowsBitsDoNotDependOnItsBatchPlaceOrThreads) {
+  auto x = randn({9, 41, 96}, 83), w = randn({288, 96}, 84), b = randn({288}, 85);
+  auto [one, two] = on_one_and_two_threads([&] { return kernels::invariant_linear(x, w, b); });
+  EXPECT_TRUE(bit_equal(one, two)) << "the thread count changed a row";
+  for (int64_t s : {0, 4, 8})
+    EXPECT_TRUE(bit_equal(kernels::invariant_linear(x.slice(0, s, s + 1), w, b)[0], one[s]))
+        << "sample " << s << " alone differs from itself in the batch";
+  // A row at another place: rows shifted by 3 against the register blocks.
+  auto shifted = kernels::invariant_linear(x.view({-1, 96}).slice(0, 3), w, b);
+  EXPECT_TRUE(bit_equal(shifted, one.view({-1, 288}).slice(0, 3)));
+  // A strided x reads the same rows.
+  auto xt = x.transpose(0, 1);
+  EXPECT_TRUE(bit_equal(kernels::invariant_linear(xt, w, b), one.transpose(0, 1).contiguous()));
+  EXPECT_LT(max_abs_diff(one, linear_ref(x, w, b)), 1e-3);
+}
+
+// The backward is one GEMM over all rows: the gradients of torch::nn::Linear,
+// to the first and the second order.
+TEST(InvariantLinear, GradientsMatchLibTorchsLinear) {
+  torch::manual_seed(3);
+  for (bool bias : {true, false}) {
+    torch::nn::Linear l(torch::nn::LinearOptions(24, 40).bias(bias));
+    auto x = torch::randn({5, 7, 24}, torch::requires_grad());
+    auto y = kernels::invariant_linear(x, l->weight, l->bias);
+    auto ref = l->forward(x);
+    EXPECT_LT(max_abs_diff(y.detach(), ref.detach()), 1e-5);
+    auto g = torch::randn_like(y);
+    std::vector<torch::Tensor> inputs{x, l->weight};
+    if (bias) inputs.push_back(l->bias);
+    auto mine = torch::autograd::grad({y}, inputs, {g}, true, true);
+    auto theirs = torch::autograd::grad({ref}, inputs, {g}, true, true);
+    for (size_t i = 0; i < inputs.size(); ++i)
+      EXPECT_LT(max_abs_diff(mine[i], theirs[i]), 1e-4) << "gradient " << i;
+    // Second order (create_graph): the gradient with respect to x of a
+    // function of the weight gradient.
+    auto mine2 = torch::autograd::grad({(mine[1] * mine[1]).sum()}, {x});
+    auto theirs2 = torch::autograd::grad({(theirs[1] * theirs[1]).sum()}, {x});
+    EXPECT_LT(max_abs_diff(mine2[0], theirs2[0]), 1e-3);
+  }
+}
+
+TEST(InvariantLinear, Bf16GoesThroughLibTorchAndBadInputGetsAClearError) {
+  auto x = randn({3, 5, 16}, 86), w = randn({8, 16}, 87), b = randn({8}, 88);
+  auto yb = kernels::invariant_linear(x.to(torch::kBFloat16), w.to(torch::kBFloat16),
+                                      b.to(torch::kBFloat16));
+  ASSERT_EQ(yb.scalar_type(), torch::kBFloat16);
+  EXPECT_LT(max_abs_diff(yb, linear_ref(x, w, b)), 0.25);
+  EXPECT_THROW(kernels::invariant_linear(x, w.view({-1})), std::invalid_argument);
+  EXPECT_THROW(kernels::invariant_linear(x, randn({8, 15}, 89)), std::invalid_argument);
+  EXPECT_THROW(kernels::invariant_linear(x, w, randn({7}, 90)), std::invalid_argument);
+  EXPECT_THROW(kernels::invariant_linear(x.view({-1}), w), std::invalid_argument);
+  EXPECT_EQ(kernels::invariant_linear(torch::empty({0, 4, 16}), w, b).sizes(),
+            (std::vector<int64_t>{0, 4, 8}));
 }

@@ -1,5 +1,6 @@
 // spotlight-kernel-bench: each fused kernel against the unfused LibTorch
-// composition it replaces, at small (tiny DiT) and large shapes: time per
+// composition it replaces (the row-invariant linear layer against LibTorch's
+// GEMMs), at small (tiny DiT) and large shapes: time per
 // call and achieved GB/s (the bytes a fused kernel must move, over its time).
 // On a GPU it also measures the ceilings in the same run: device-to-device
 // copy bandwidth, and the rate of a write-only kernel for Philox noise.
@@ -137,6 +138,27 @@ int main(int argc, char** argv) {
           rows.push_back({"gelu_tanh backward", sh.name, dtype_name(dt), fused_bw, composed_bw,
                           double(4 * n * 3 * es) / 1e9});
         }
+      }
+      // The row-invariant linear layer (fp32 on the CPU; elsewhere it is
+      // LibTorch's batched GEMM) against the per-sample GEMM the DiT ran
+      // before, and against one GEMM over all rows, which is not invariant:
+      // the QKV projection of the small shape, a square layer at large.
+      if (!gpu) {
+        const int64_t in = sh.channels, out = sh.name == "small" ? 3 * sh.channels : sh.channels;
+        auto x = torch::randn({sh.batch, sh.tokens, in}, opts), w = torch::randn({out, in}, opts),
+             b = torch::randn({out}, opts);
+        const double fused = time_ms(dev, iters, [&] { kernels::invariant_linear(x, w, b); });
+        const double per_sample = time_ms(dev, iters, [&] {
+          torch::baddbmm(b.view({1, 1, out}).expand({sh.batch, sh.tokens, out}), x,
+                         w.t().unsqueeze(0).expand({sh.batch, in, out}));
+        });
+        const double one_gemm = time_ms(dev, iters, [&] {
+          torch::addmm(b, x.view({-1, in}), w.t());
+        });
+        const double gb = double(4 * (sh.batch * sh.tokens * (in + out) + in * out)) / 1e9;
+        rows.push_back(
+            {"invariant_linear (vs per-sample GEMM)", sh.name, "fp32", fused, per_sample, gb});
+        rows.push_back({"invariant_linear (vs one GEMM)", sh.name, "fp32", fused, one_gemm, gb});
       }
       {  // Philox noise against LibTorch's own generator (the composition has no twin).
         std::vector<uint64_t> seeds(sh.batch);
