@@ -214,8 +214,8 @@ bool needs_autograd(std::initializer_list<const torch::Tensor*> ts) {
 constexpr int64_t kLinearGrain = 32;
 
 // x [..., in] W^T + b. fp32 on the CPU: the row-invariant kernel. Elsewhere
-// (bf16, a GPU) one LibTorch GEMM a sample, [N, in] x [in, out] whatever B is;
-// a GPU's GEMM is deterministic for a given shape.
+// (bf16, a GPU) one LibTorch GEMM a sample, [N, in] x [in, out] whatever B is
+// (kernels_test checks a sample's bits alone and in a batch on a GPU).
 torch::Tensor linear_forward(const torch::Tensor& x, const torch::Tensor& weight,
                              const torch::Tensor& bias = {}) {
   if (weight.dim() != 2 || x.dim() < 2 || x.size(-1) != weight.size(1))
