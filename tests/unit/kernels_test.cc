@@ -452,14 +452,11 @@ TEST(InvariantLinear, EveryInstructionSetGivesTheScalarReferencesBits) {
     auto scalar = run(kernels::LinearIsa::kScalar);
     // fp32 accumulation of 37 products of unit normals: a few ulp of the sum's scale.
     EXPECT_LT(max_abs_diff(scalar, linear_ref(x, w, bias ? b : torch::Tensor())), 1e-4);
-    int ran = 0;
     for (auto isa :
          {kernels::LinearIsa::kBest, kernels::LinearIsa::kAvx512, kernels::LinearIsa::kAvx2Fma}) {
       if (!kernels::linear_isa_supported(isa)) continue;
-      ++ran;
       EXPECT_TRUE(bit_equal(run(isa), scalar)) << "instruction set " << int(isa);
     }
-    EXPECT_GE(ran, 1);
   }
   // in = 0: an empty sum, the bias alone.
   auto y =
